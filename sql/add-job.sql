@@ -1,0 +1,7 @@
+-- Admits one job through add_job() (DESIGN.md §2.1-2.2); a rejection comes back in "error", not as an exception.
+select a.outcome, a.error, (a.job).*
+from :PGONCE_SCHEMA.add_job(
+  queue => $1, name => $2, data => $3::jsonb, job_id => $4,
+  dedup_id => $5, dedup_ttl_ms => $6, dedup_extend => $7, dedup_replace => $8,
+  delay_ms => $9, priority => $10, max_attempts => $11, backoff => $12::jsonb,
+  depends_on => $13::bigint[], raise_rejection => false) a

@@ -1,0 +1,13 @@
+-- Deletes a dedup key whoever owns it ($3 null), or only if job $3 owns it.
+-- deleted: a row went; held: it was held at that moment (DESIGN.md §2.2).
+with gone as (
+  delete from :PGONCE_SCHEMA.dedup_keys k
+  where k.queue = $1 and k.key = $2 and ($3::bigint is null or k.job_id = $3::bigint)
+  returning k.job_id, k.expires_at
+)
+select exists (select 1 from gone) as deleted,
+       exists (
+         select 1 from gone g join :PGONCE_SCHEMA.jobs o on o.id = g.job_id
+         where g.expires_at > now()
+            or (g.expires_at is null and o.state in ('waiting', 'delayed', 'waiting-children', 'active'))
+       ) as held

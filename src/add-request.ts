@@ -1,0 +1,125 @@
+// Validates the arguments of add/addBulk (DESIGN.md §8) into the request that add_job()/add_jobs() take.
+
+import type { Backoff } from './job.js'
+import {
+  MAX_DURATION_MS, checkBoolean, checkInteger, checkJobIdRef, checkOptions, checkText, fail,
+  isPlainObject, serializeData,
+} from './validate.js'
+
+/** Enqueue-side deduplication by key (DESIGN.md §2.2). */
+export interface DeduplicationOptions {
+  /** The key, per queue: name the effect, not the message (`notify:push:42:7`). */
+  id: string
+  /** How long the key is held, in ms, from the database clock. Without it the key is held while its job is live. */
+  ttl?: number
+  /** On a duplicate, keep the pending owner and restart its TTL (debounce). Needs `ttl`. (Default: false) */
+  extend?: boolean
+  /** On a duplicate, supersede the owner with this job's data; wins over `extend`. (Default: false) */
+  replace?: boolean
+}
+
+export interface JobOptions {
+  /** Custom id: while a generation with it is live (in any queue), adding it again returns that job. */
+  jobId?: string
+  deduplication?: DeduplicationOptions
+  /** Run no earlier than this many ms from now. (Default: 0) */
+  delay?: number
+  /** Lower runs first; 0 is the highest. (Default: 0) */
+  priority?: number
+  /** Runs in all, including the first. (Default: 1) */
+  attempts?: number
+  /** Delay between attempts: ms (fixed) or `{ type, delay, jitter }`. (Default: none, retry at once) */
+  backoff?: number | Backoff
+  /** Internal ids (`job.id`) of jobs that must complete before this one runs. */
+  dependsOn?: string[]
+}
+
+const JOB_OPTION_KEYS = ['jobId', 'deduplication', 'delay', 'priority', 'attempts', 'backoff', 'dependsOn'] as const
+const DEDUP_KEYS = ['id', 'ttl', 'extend', 'replace'] as const
+const BACKOFF_KEYS = ['type', 'delay', 'jitter'] as const
+
+/** One validated add, in the shape add_job() and add_jobs() take. */
+export interface AddRequest {
+  name: string
+  dataJson: string
+  jobId: string | null
+  dedupId: string | null
+  dedupTtlMs: number | null
+  extend: boolean
+  replace: boolean
+  delayMs: number | null
+  priority: number | null
+  attempts: number | null
+  backoff: Backoff | null
+  dependsOn: string[] | null
+}
+
+function checkBackoff(value: unknown, field: string): Backoff {
+  if (typeof value === 'number') return { type: 'fixed', delay: checkInteger(value, field, 0, MAX_DURATION_MS) }
+  const b = checkOptions<Backoff>(value, field, BACKOFF_KEYS)
+  if (b.type !== 'fixed' && b.type !== 'exponential') fail('INVALID_TYPE', `${field}.type`, "must be 'fixed' or 'exponential'")
+  const backoff: Backoff = { type: b.type, delay: checkInteger(b.delay, `${field}.delay`, 0, MAX_DURATION_MS) }
+  if (b.jitter !== undefined) {
+    if (typeof b.jitter !== 'number' || !(b.jitter >= 0 && b.jitter <= 1)) fail('OUT_OF_RANGE', `${field}.jitter`, 'must be a number from 0 to 1')
+    backoff.jitter = b.jitter
+  }
+  return backoff
+}
+
+/** Checks one add's name, data and options; `field` prefixes error fields (e.g. `items[3]`). */
+export function toAddRequest(name: unknown, data: unknown, options: unknown, field: string, maxDataBytes: number): AddRequest {
+  const at = (f: string) => (field ? `${field}.${f}` : f)
+  const opts = checkOptions<JobOptions>(options, at('opts'), JOB_OPTION_KEYS)
+  const req: AddRequest = {
+    name: checkText(name, at('name')),
+    dataJson: serializeData(data === undefined ? {} : data, at('data'), maxDataBytes),
+    jobId: opts.jobId === undefined ? null : checkText(opts.jobId, at('opts.jobId')),
+    dedupId: null, dedupTtlMs: null, extend: false, replace: false,
+    delayMs: opts.delay === undefined ? null : checkInteger(opts.delay, at('opts.delay'), 0, MAX_DURATION_MS),
+    priority: opts.priority === undefined ? null : checkInteger(opts.priority, at('opts.priority'), 0),
+    attempts: opts.attempts === undefined ? null : checkInteger(opts.attempts, at('opts.attempts'), 1),
+    backoff: opts.backoff === undefined ? null : checkBackoff(opts.backoff, at('opts.backoff')),
+    dependsOn: null,
+  }
+  if (opts.deduplication !== undefined) {
+    const f = at('opts.deduplication')
+    if (!isPlainObject(opts.deduplication)) fail('INVALID_TYPE', f, 'must be a plain object')
+    const d = checkOptions<DeduplicationOptions>(opts.deduplication, f, DEDUP_KEYS)
+    req.dedupId = checkText(d.id, `${f}.id`)
+    req.dedupTtlMs = d.ttl === undefined ? null : checkInteger(d.ttl, `${f}.ttl`, 1, MAX_DURATION_MS)
+    req.extend = d.extend === undefined ? false : checkBoolean(d.extend, `${f}.extend`)
+    req.replace = d.replace === undefined ? false : checkBoolean(d.replace, `${f}.replace`)
+    if (req.extend && !req.replace && req.dedupTtlMs === null) fail('REQUIRED', `${f}.ttl`, 'extend needs a ttl to extend')
+  }
+  if (opts.dependsOn !== undefined) {
+    const f = at('opts.dependsOn')
+    if (!Array.isArray(opts.dependsOn)) fail('INVALID_TYPE', f, 'must be an array of job ids')
+    req.dependsOn = opts.dependsOn.map((id, i) => checkJobIdRef(id, `${f}[${i}]`))
+  }
+  return req
+}
+
+/** Positional parameters of sql/add-job.sql. */
+export function addJobParams(queue: string, r: AddRequest): unknown[] {
+  return [queue, r.name, r.dataJson, r.jobId, r.dedupId, r.dedupTtlMs, r.extend, r.replace,
+    r.delayMs, r.priority, r.attempts, r.backoff === null ? null : JSON.stringify(r.backoff), r.dependsOn]
+}
+
+/** The JSON text of one add_jobs() item; data is spliced in as already-serialised text. */
+export function bulkItemJson(r: AddRequest): string {
+  const rest: Record<string, unknown> = { name: r.name }
+  if (r.jobId !== null) rest.jobId = r.jobId
+  if (r.dedupId !== null) {
+    rest.dedupId = r.dedupId
+    if (r.dedupTtlMs !== null) rest.dedupTtlMs = r.dedupTtlMs
+    if (r.extend) rest.extend = true
+    if (r.replace) rest.replace = true
+  }
+  if (r.delayMs !== null) rest.delayMs = r.delayMs
+  if (r.priority !== null) rest.priority = r.priority
+  if (r.attempts !== null) rest.attempts = r.attempts
+  if (r.backoff !== null) rest.backoff = r.backoff
+  if (r.dependsOn !== null) rest.dependsOn = r.dependsOn
+  const head = JSON.stringify(rest)
+  return `${head.slice(0, -1)},"data":${r.dataJson}}`
+}

@@ -1,0 +1,102 @@
+// The Job a Queue hands back: a stored row plus how the add that returned it was decided.
+
+export type JobState = 'waiting' | 'delayed' | 'waiting-children' | 'active' | 'completed' | 'failed'
+
+/** How an add was decided (DESIGN.md §2). */
+export type AddOutcome = 'added' | 'duplicate-job-id' | 'duplicate-key' | 'extended' | 'replaced'
+
+export const LIVE_STATES: readonly JobState[] = ['waiting', 'delayed', 'waiting-children', 'active']
+
+/** Backoff between attempts, as stored. */
+export interface Backoff {
+  type: 'fixed' | 'exponential'
+  /** Base delay in ms. */
+  delay: number
+  /** 0..1: the share of each delay that is randomised. (Default: 0 for fixed, 0.5 for exponential) */
+  jitter?: number
+}
+
+/** A row of `<schema>.jobs`, as pg returns it. */
+export interface JobRow {
+  id: string
+  queue: string
+  name: string
+  job_id: string | null
+  data: unknown
+  state: JobState
+  priority: number
+  run_at: Date
+  attempts: number
+  max_attempts: number
+  backoff: Backoff | null
+  dedup_key: string | null
+  lock_token: string | null
+  locked_until: Date | null
+  last_error: string | null
+  error_stack: string | null
+  created_at: Date
+  finished_at: Date | null
+}
+
+/** What a Job needs from its queue. */
+export interface JobOwner {
+  removeOwnedDeduplicationKey(key: string, jobId: string): Promise<boolean>
+}
+
+export class Job<Data = unknown> {
+  /** Internal id, unique forever. */
+  readonly id: string
+  /** The caller's custom id, if any. */
+  readonly jobId: string | null
+  readonly name: string
+  readonly queue: string
+  /** The stored data (for a duplicate: the data of the job that answers, not of this call). */
+  readonly data: Data
+  /** The state when this object was read. */
+  readonly state: JobState
+  /** Runs started so far. */
+  readonly attempts: number
+  readonly maxAttempts: number
+  readonly priority: number
+  readonly backoff: Backoff | null
+  readonly runAt: Date
+  readonly createdAt: Date
+  readonly finishedAt: Date | null
+  /** The dedup key this job was added with. */
+  readonly deduplicationId: string | null
+  /** Message of the last failure. */
+  readonly failedReason: string | null
+  /** Stack of the last failure. */
+  readonly stacktrace: string | null
+  /** false: this call inserted it; true: an existing job answers. Null when read by id. */
+  readonly deduplicated: boolean | null
+  /** How the add was decided. Null when read by id. */
+  readonly outcome: AddOutcome | null
+
+  constructor(row: JobRow, outcome: AddOutcome | null, private readonly owner: JobOwner) {
+    this.id = row.id
+    this.jobId = row.job_id
+    this.name = row.name
+    this.queue = row.queue
+    this.data = row.data as Data
+    this.state = row.state
+    this.attempts = row.attempts
+    this.maxAttempts = row.max_attempts
+    this.priority = row.priority
+    this.backoff = row.backoff
+    this.runAt = row.run_at
+    this.createdAt = row.created_at
+    this.finishedAt = row.finished_at
+    this.deduplicationId = row.dedup_key
+    this.failedReason = row.last_error
+    this.stacktrace = row.error_stack
+    this.outcome = outcome
+    this.deduplicated = outcome === null ? null : outcome !== 'added' && outcome !== 'replaced'
+  }
+
+  /** Deletes this job's dedup key only if this generation still owns it; true if it did. */
+  async removeDeduplicationKey(): Promise<boolean> {
+    if (this.deduplicationId === null) return false
+    return this.owner.removeOwnedDeduplicationKey(this.deduplicationId, this.id)
+  }
+}

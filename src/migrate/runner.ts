@@ -1,0 +1,61 @@
+// Applies pgonce's migrations to one schema under a transaction-scoped advisory lock.
+
+import type { ConnectionOptions } from '../db/connection.js'
+import { openPool } from '../db/connection.js'
+import { checkSchema } from '../db/identifiers.js'
+import { fillPlaceholders } from '../db/sql-files.js'
+import { silentLogger, type Logger } from '../logger.js'
+import { checkOptions } from '../validate.js'
+import { committedMigrations } from './migrations.js'
+
+export interface MigrateOptions extends ConnectionOptions {
+  /** Schema holding pgonce's tables. (Default: `'pgonce'`) */
+  schema?: string
+  /** A pino-compatible logger. (Default: silent) */
+  logger?: Logger
+}
+
+const OPTION_KEYS = ['connectionString', 'pool', 'schema', 'logger'] as const
+
+/**
+ * Brings `schema` up to date. Idempotent and safe when many processes call it
+ * at once: they queue on an advisory lock held until their transaction ends.
+ * Applied migrations are recorded in `<schema>.migrations`, apart from any
+ * graphile-migrate history of your own.
+ */
+export async function migrate(options: MigrateOptions): Promise<{ applied: string[] }> {
+  const opts = checkOptions<MigrateOptions>(options, 'options', OPTION_KEYS)
+  const schema = checkSchema(opts.schema)
+  const logger = opts.logger ?? silentLogger
+  const migrations = committedMigrations()
+  const { pool, owned } = openPool(opts, logger, 1)
+  const client = await pool.connect()
+  const applied: string[] = []
+  try {
+    await client.query('begin')
+    try {
+      await client.query('select pg_advisory_xact_lock(hashtextextended($1, 0))', [`pgonce.migrate:${schema}`])
+      await client.query(fillPlaceholders(
+        `create schema if not exists :PGONCE_SCHEMA;
+         create table if not exists :PGONCE_SCHEMA.migrations (
+           filename text primary key, hash text not null, applied_at timestamptz not null default now())`, schema))
+      const done = await client.query<{ filename: string }>(fillPlaceholders('select filename from :PGONCE_SCHEMA.migrations', schema))
+      const have = new Set(done.rows.map((r) => r.filename))
+      for (const m of migrations) {
+        if (have.has(m.filename)) continue
+        await client.query(fillPlaceholders(m.body, schema))
+        await client.query(fillPlaceholders('insert into :PGONCE_SCHEMA.migrations (filename, hash) values ($1, $2)', schema), [m.filename, m.hash])
+        applied.push(m.filename)
+      }
+      await client.query('commit')
+    } catch (err) {
+      await client.query('rollback')
+      throw err
+    }
+  } finally {
+    client.release()
+    if (owned) await pool.end()
+  }
+  if (applied.length > 0) logger.info({ schema, applied }, 'pgonce: migrations applied')
+  return { applied }
+}

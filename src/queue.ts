@@ -1,0 +1,199 @@
+// Queue: adds jobs (alone, in bulk, inside your transaction), looks them up, and manages dedup keys.
+
+import type pg from 'pg'
+import { type AddRequest, type JobOptions, addJobParams, bulkItemJson, toAddRequest } from './add-request.js'
+import { Counters } from './counters.js'
+import type { ConnectionOptions } from './db/connection.js'
+import { openPool } from './db/connection.js'
+import { type Execute, type Transactional, executorFor } from './db/executor.js'
+import { checkQueueName, checkSchema } from './db/identifiers.js'
+import { sqlFor } from './db/sql-files.js'
+import { DeduplicationError, ValidationError } from './errors.js'
+import { type AddOutcome, Job, type JobOwner, type JobRow, type JobState } from './job.js'
+import { type Logger, silentLogger } from './logger.js'
+import { migrate } from './migrate/runner.js'
+import { checkInteger, checkJobIdRef, checkOptions, checkText, fail } from './validate.js'
+
+export interface QueueOptions extends ConnectionOptions {
+  /** Schema holding pgonce's tables. (Default: `'pgonce'`) */
+  schema?: string
+  /** A pino-compatible logger. (Default: silent) */
+  logger?: Logger
+  /** Run migrations on first use. (Default: true) */
+  migrate?: boolean
+  /** Largest accepted job data, in bytes of JSON. (Default: 1 MiB) */
+  maxDataBytes?: number
+  /** Size of the pool pgonce opens from `connectionString`. (Default: 10) */
+  poolSize?: number
+}
+
+export interface AddOptions extends JobOptions {
+  /** Run the add on your connection or inside your transaction: the job exists only if you commit. */
+  tx?: Transactional
+}
+
+export interface BulkItem<Data> {
+  name: string
+  data: Data
+  opts?: JobOptions
+}
+
+export type JobCounts = Record<JobState, number>
+
+/** The outcomes of adds, counted since the Queue was made. */
+export type AddOutcomeCounts = Partial<Record<AddOutcome, number>>
+
+const QUEUE_OPTION_KEYS = ['connectionString', 'pool', 'schema', 'logger', 'migrate', 'maxDataBytes', 'poolSize'] as const
+const ADD_OPTION_KEYS = ['jobId', 'deduplication', 'delay', 'priority', 'attempts', 'backoff', 'dependsOn', 'tx'] as const
+const BULK_ITEM_KEYS = ['name', 'data', 'opts'] as const
+
+type AdmissionRow = JobRow & { outcome: AddOutcome | null; error: string | null; ordinal?: number }
+
+export class Queue<Data = unknown> implements JobOwner {
+  readonly name: string
+  readonly schema: string
+  /** Outcomes of adds since this Queue was made, for metrics. */
+  readonly outcomes = new Counters<AddOutcome>()
+  private readonly pool: pg.Pool
+  private readonly ownsPool: boolean
+  private readonly logger: Logger
+  private readonly maxDataBytes: number
+  private ready: Promise<void> | undefined
+  private closed = false
+
+  constructor(name: string, options: QueueOptions) {
+    this.name = checkQueueName(name, 'name')
+    const opts = checkOptions<QueueOptions>(options, 'options', QUEUE_OPTION_KEYS)
+    this.schema = checkSchema(opts.schema, 'options.schema')
+    this.maxDataBytes = opts.maxDataBytes === undefined ? 1 << 20 : checkInteger(opts.maxDataBytes, 'options.maxDataBytes', 1)
+    const poolSize = opts.poolSize === undefined ? 10 : checkInteger(opts.poolSize, 'options.poolSize', 1, 1000)
+    this.logger = (opts.logger ?? silentLogger).child({ component: 'pgonce.queue', queue: this.name })
+    const { pool, owned } = openPool(opts, this.logger, poolSize)
+    this.pool = pool
+    this.ownsPool = owned
+    if (opts.migrate === false) this.ready = Promise.resolve()
+  }
+
+  /**
+   * Adds a job, or answers with the job that already stands for it (DESIGN.md §2):
+   * check `job.deduplicated` and `job.outcome`. One round trip.
+   */
+  async add(name: string, data: Data, opts?: AddOptions): Promise<Job<Data>> {
+    const { tx, ...jobOpts } = checkOptions<AddOptions>(opts, 'opts', ADD_OPTION_KEYS)
+    const req = toAddRequest(name, data, jobOpts, '', this.maxDataBytes)
+    const execute = await this.executor(tx)
+    const [row] = await execute<AdmissionRow>(sqlFor('add-job', this.schema), addJobParams(this.name, req))
+    return this.answer(row as AdmissionRow, req)
+  }
+
+  /**
+   * Adds many jobs in one statement, all or nothing: any rejected item rolls back
+   * the whole batch. Results come in input order; a repeated jobId or key inside
+   * the batch is answered as if the items had been added one after another.
+   */
+  async addBulk(items: BulkItem<Data>[], options?: { tx?: Transactional }): Promise<Job<Data>[]> {
+    const { tx } = checkOptions<{ tx: Transactional }>(options, 'options', ['tx'])
+    if (!Array.isArray(items)) fail('INVALID_TYPE', 'items', 'must be an array')
+    const reqs = items.map((item, i) => {
+      const it = checkOptions<BulkItem<Data>>(item, `items[${i}]`, BULK_ITEM_KEYS)
+      return toAddRequest(it.name, it.data, it.opts, `items[${i}]`, this.maxDataBytes)
+    })
+    if (reqs.length === 0) return []
+    const execute = await this.executor(tx)
+    const rows = await execute<AdmissionRow>(sqlFor('add-jobs', this.schema), [this.name, `[${reqs.map(bulkItemJson).join(',')}]`])
+    const rejected = rows.find((r) => r.error !== null)
+    if (rejected) {
+      const index = (rejected.ordinal as number) - 1
+      this.answer(rejected, reqs[index] as AddRequest, `items[${index}]`)
+    }
+    return rows.map((row, i) => this.answer(row, reqs[i] as AddRequest))
+  }
+
+  /** A job by its internal id, or null. */
+  async getJob(id: string): Promise<Job<Data> | null> {
+    checkJobIdRef(id, 'id')
+    return this.readOne('get-job', [id])
+  }
+
+  /** The live generation of a custom jobId, else its newest terminal one, else null. */
+  async getJobByCustomId(jobId: string): Promise<Job<Data> | null> {
+    checkText(jobId, 'jobId')
+    return this.readOne('get-job-by-custom-id', [jobId])
+  }
+
+  /** How many jobs of this queue are in each state (a due delayed job counts as waiting). */
+  async getJobCounts(): Promise<JobCounts> {
+    const counts: JobCounts = { waiting: 0, delayed: 0, 'waiting-children': 0, active: 0, completed: 0, failed: 0 }
+    const execute = await this.executor(undefined)
+    for (const row of await execute<{ state: JobState; count: number }>(sqlFor('get-job-counts', this.schema), [this.name])) {
+      counts[row.state] += row.count
+    }
+    return counts
+  }
+
+  /** The `job.id` owning a dedup key while the key is held, else null. */
+  async getDeduplicationJobId(key: string): Promise<string | null> {
+    checkText(key, 'key')
+    const execute = await this.executor(undefined)
+    const [row] = await execute<{ id: string }>(sqlFor('get-dedup-owner', this.schema), [this.name, key])
+    return row?.id ?? null
+  }
+
+  /** Deletes a dedup key whoever owns it, so the next add proceeds; true if a held key was removed. */
+  async removeDeduplicationKey(key: string): Promise<boolean> {
+    checkText(key, 'key')
+    return (await this.removeKey(key, null)).held
+  }
+
+  /** @internal Used by `job.removeDeduplicationKey()`: deletes the key only if job `jobId` owns it. */
+  async removeOwnedDeduplicationKey(key: string, jobId: string): Promise<boolean> {
+    return (await this.removeKey(key, jobId)).deleted
+  }
+
+  /** Ends the pool pgonce opened (a pool you passed in is left open). */
+  async close(): Promise<void> {
+    if (this.closed) return
+    this.closed = true
+    await this.ready?.catch(() => {})
+    if (this.ownsPool) await this.pool.end()
+  }
+
+  private async removeKey(key: string, jobId: string | null): Promise<{ deleted: boolean; held: boolean }> {
+    const execute = await this.executor(undefined)
+    const [row] = await execute<{ deleted: boolean; held: boolean }>(sqlFor('remove-dedup-key', this.schema), [this.name, key, jobId])
+    return row as { deleted: boolean; held: boolean }
+  }
+
+  private async readOne(query: string, values: unknown[]): Promise<Job<Data> | null> {
+    const execute = await this.executor(undefined)
+    const [row] = await execute<JobRow>(sqlFor(query, this.schema), values)
+    return row ? new Job<Data>(row, null, this) : null
+  }
+
+  /** Migrates on first use, then gives the caller's `tx` or pgonce's pool as an executor. */
+  protected async executor(tx: Transactional | undefined): Promise<Execute> {
+    if (this.closed) throw new Error('pgonce: this Queue is closed')
+    const execute = executorFor(tx ?? this.pool)
+    this.ready ??= migrate({ pool: this.pool, schema: this.schema, logger: this.logger }).then(() => {})
+    await this.ready
+    return execute
+  }
+
+  private answer(row: AdmissionRow, req: AddRequest, field = 'opts'): Job<Data> {
+    if (row.error !== null) {
+      const owner = row.id ?? null
+      if (row.error === 'DEPENDENCY_NOT_FOUND') {
+        throw new ValidationError('DEPENDENCY_NOT_FOUND', `${field}.dependsOn`, 'names a job that does not exist')
+      }
+      const key = req.dedupId ?? ''
+      const message = row.error === 'EXTEND_NOT_PENDING'
+        ? `Duplicate unique_key (extended TTL): key '${key}' is held by job ${owner}, which is no longer pending`
+        : `cannot replace job ${owner} of key '${key}': a live job depends on it`
+      throw new DeduplicationError(row.error as DeduplicationError['code'], key, owner, message)
+    }
+    const outcome = row.outcome as AddOutcome
+    this.outcomes.increment(outcome)
+    this.logger.debug({ outcome, jobId: row.id, customId: row.job_id, key: req.dedupId }, 'pgonce: add decided')
+    return new Job<Data>(row, outcome, this)
+  }
+}
