@@ -1,0 +1,180 @@
+// Effects: execution-side dedup — runOnce claims (token-fenced, expiring) and the durable processed_effects ledger.
+
+import { randomUUID } from 'node:crypto'
+import type pg from 'pg'
+import { Counters } from './counters.js'
+import type { ConnectionOptions } from './db/connection.js'
+import { openPool } from './db/connection.js'
+import { type Execute, type Transactional, executorFor } from './db/executor.js'
+import { checkSchema } from './db/identifiers.js'
+import { sqlFor } from './db/sql-files.js'
+import { type Logger, silentLogger } from './logger.js'
+import { migrate } from './migrate/runner.js'
+import { MAX_DURATION_MS, checkInteger, checkOptions, checkText, fail } from './validate.js'
+
+export interface EffectsOptions extends ConnectionOptions {
+  /** Schema holding pgonce's tables. (Default: `'pgonce'`) */
+  schema?: string
+  /** A pino-compatible logger. (Default: silent) */
+  logger?: Logger
+  /** Run migrations on first use. (Default: true) */
+  migrate?: boolean
+  /** Size of the pool pgonce opens from `connectionString`. (Default: 10) */
+  poolSize?: number
+}
+
+export interface RunOnceOptions {
+  /** How long the claim holds before another caller may take it over; keep it above the work's worst-case duration. (Default: 300000 ms) */
+  claimTtl?: number
+  /** How long the done marker keeps later calls out; omit to keep it until you delete it. (Default: forever) */
+  doneTtl?: number
+}
+
+/** What `runOnce` decided: this call ran the work, or the key was already done, or another holder is running it. */
+export type RunOnceOutcome = 'ran' | 'duplicate-done' | 'duplicate-running'
+
+/** The outcomes counted by `effects.outcomes`; `claim-lost` counts work that ran but whose claim was no longer its own at completion. */
+export type EffectOutcome = RunOnceOutcome | 'claim-lost'
+
+/** Default `claimTtl`: five minutes. */
+export const DEFAULT_CLAIM_TTL_MS = 300_000
+
+const OPTION_KEYS = ['connectionString', 'pool', 'schema', 'logger', 'migrate', 'poolSize'] as const
+const RUN_ONCE_KEYS = ['claimTtl', 'doneTtl'] as const
+/** A claim read that finds the row gone or expired retries the claim; this bounds a pathological loop. */
+const MAX_CLAIM_ROUNDS = 100
+const COMPLETE_ATTEMPTS = 3
+
+export class Effects {
+  readonly schema: string
+  /** Outcomes of `runOnce` since this Effects was made, for metrics. */
+  readonly outcomes = new Counters<EffectOutcome>()
+  private readonly pool: pg.Pool
+  private readonly ownsPool: boolean
+  private readonly logger: Logger
+  private ready: Promise<void> | undefined
+  private closed = false
+
+  constructor(options: EffectsOptions) {
+    const opts = checkOptions<EffectsOptions>(options, 'options', OPTION_KEYS)
+    this.schema = checkSchema(opts.schema, 'options.schema')
+    const poolSize = opts.poolSize === undefined ? 10 : checkInteger(opts.poolSize, 'options.poolSize', 1, 1000)
+    this.logger = (opts.logger ?? silentLogger).child({ component: 'pgonce.effects' })
+    const { pool, owned } = openPool(opts, this.logger, poolSize)
+    this.pool = pool
+    this.ownsPool = owned
+    if (opts.migrate === false) this.ready = Promise.resolve()
+  }
+
+  /**
+   * Runs `work` unless key `key` is already done or claimed (seed 000, steps 3–4).
+   * One atomic statement claims the key with a random token for `claimTtl`, or
+   * takes over a claim whose holder let it expire. If `work` throws, the claim is
+   * released (only while the token still matches) and the error rethrown. On
+   * success the claim becomes a done marker (only while the token still matches;
+   * otherwise the loss is logged, counted as `claim-lost`, and `'ran'` returned,
+   * because the work did run). `'duplicate-running'` means "try again later":
+   * the holder may still fail.
+   */
+  async runOnce(key: string, work: () => unknown, opts?: RunOnceOptions): Promise<RunOnceOutcome> {
+    checkText(key, 'key')
+    if (typeof work !== 'function') fail('INVALID_TYPE', 'work', 'must be a function')
+    const o = checkOptions<RunOnceOptions>(opts, 'opts', RUN_ONCE_KEYS)
+    const claimTtl = o.claimTtl === undefined ? DEFAULT_CLAIM_TTL_MS : checkInteger(o.claimTtl, 'opts.claimTtl', 1, MAX_DURATION_MS)
+    const doneTtl = o.doneTtl === undefined ? null : checkInteger(o.doneTtl, 'opts.doneTtl', 1, MAX_DURATION_MS)
+    const execute = await this.executor(undefined)
+
+    const token = randomUUID()
+    const refused = await this.claim(execute, key, token, claimTtl)
+    if (refused !== null) return this.decided(refused, key)
+
+    try {
+      await work()
+    } catch (err) {
+      await this.release(execute, key, token)
+      throw err
+    }
+    await this.complete(execute, key, token, doneTtl)
+    return this.decided('ran', key)
+  }
+
+  /**
+   * Records effect key `key` in `processed_effects` inside your transaction `tx`
+   * (seed 000, step 6): `true` the first time (go ahead with the effect),
+   * `false` when it was already recorded (skip it). If your transaction rolls
+   * back, nothing is recorded. A concurrent `record` of the same key waits for
+   * yours to commit or roll back, then answers.
+   */
+  async record(tx: Transactional, key: string): Promise<boolean> {
+    const execute = executorFor(tx, 'tx')
+    checkText(key, 'key')
+    await this.executor(undefined)
+    const rows = await execute(sqlFor('effects-record', this.schema), [key])
+    const first = rows.length > 0
+    this.logger.debug({ key, first }, 'pgonce: effect recorded')
+    return first
+  }
+
+  /** Ends the pool pgonce opened (a pool you passed in is left open). */
+  async close(): Promise<void> {
+    if (this.closed) return
+    this.closed = true
+    await this.ready?.catch(() => {})
+    if (this.ownsPool) await this.pool.end()
+  }
+
+  /** Takes the claim (null), or says why not; loops while the holder vanishes or expires between the two reads. */
+  private async claim(execute: Execute, key: string, token: string, claimTtl: number): Promise<Exclude<RunOnceOutcome, 'ran'> | null> {
+    for (let round = 0; round < MAX_CLAIM_ROUNDS; round++) {
+      const claimed = await execute(sqlFor('effects-claim', this.schema), [key, token, claimTtl])
+      if (claimed.length > 0) return null
+      const [row] = await execute<{ state: 'running' | 'done'; held: boolean }>(sqlFor('effects-claim-state', this.schema), [key])
+      if (row?.held) return row.state === 'done' ? 'duplicate-done' : 'duplicate-running'
+    }
+    throw new Error(`pgonce: could not claim or read execution key '${key}' after ${MAX_CLAIM_ROUNDS} rounds`)
+  }
+
+  private async release(execute: Execute, key: string, token: string): Promise<void> {
+    try {
+      const rows = await execute(sqlFor('effects-release', this.schema), [key, token])
+      this.logger.debug({ key, released: rows.length > 0 }, 'pgonce: claim released after failed work')
+    } catch (err) {
+      // The claim then blocks the key until it expires; the work's own error is what the caller needs.
+      this.logger.warn({ err, key }, 'pgonce: could not release claim; it holds until it expires')
+    }
+  }
+
+  private async complete(execute: Execute, key: string, token: string, doneTtl: number | null): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const rows = await execute(sqlFor('effects-complete', this.schema), [key, token, doneTtl])
+        if (rows.length > 0) return
+        this.outcomes.increment('claim-lost')
+        this.logger.warn({ key }, 'pgonce: claim lost before completion (expired and taken over, or removed); the work may have run twice')
+        return
+      } catch (err) {
+        if (attempt >= COMPLETE_ATTEMPTS) {
+          // The work ran: report it as such, but say the done marker was not written.
+          this.outcomes.increment('claim-lost')
+          this.logger.warn({ err, key }, 'pgonce: could not mark claim done; it holds until it expires')
+          return
+        }
+      }
+    }
+  }
+
+  private decided(outcome: RunOnceOutcome, key: string): RunOnceOutcome {
+    this.outcomes.increment(outcome)
+    this.logger.debug({ key, outcome }, 'pgonce: runOnce decided')
+    return outcome
+  }
+
+  /** Migrates on first use, then gives the caller's `tx` or pgonce's pool as an executor. */
+  private async executor(tx: Transactional | undefined): Promise<Execute> {
+    if (this.closed) throw new Error('pgonce: this Effects is closed')
+    const execute = executorFor(tx ?? this.pool)
+    this.ready ??= migrate({ pool: this.pool, schema: this.schema, logger: this.logger }).then(() => {})
+    await this.ready
+    return execute
+  }
+}
