@@ -12,7 +12,7 @@ import { DeduplicationError, ValidationError } from './errors.js'
 import { type AddOutcome, Job, type JobOwner, type JobRow, type JobState } from './job.js'
 import { type Logger, silentLogger } from './logger.js'
 import { migrate } from './migrate/runner.js'
-import { checkInteger, checkJobIdRef, checkOptions, checkText, fail } from './validate.js'
+import { checkBoolean, checkInteger, checkJobIdRef, checkOptions, checkText, fail } from './validate.js'
 
 export interface QueueOptions extends ConnectionOptions {
   /** Schema holding pgonce's tables. (Default: `'pgonce'`) */
@@ -67,11 +67,11 @@ export class Queue<Data = unknown> implements JobOwner {
     this.schema = checkSchema(opts.schema, 'options.schema')
     this.maxDataBytes = opts.maxDataBytes === undefined ? 1 << 20 : checkInteger(opts.maxDataBytes, 'options.maxDataBytes', 1)
     const poolSize = opts.poolSize === undefined ? 10 : checkInteger(opts.poolSize, 'options.poolSize', 1, 1000)
+    if (opts.migrate !== undefined && checkBoolean(opts.migrate, 'options.migrate') === false) this.ready = Promise.resolve()
     this.logger = (opts.logger ?? silentLogger).child({ component: 'pgonce.queue', queue: this.name })
     const { pool, owned } = openPool(opts, this.logger, poolSize)
     this.pool = pool
     this.ownsPool = owned
-    if (opts.migrate === false) this.ready = Promise.resolve()
   }
 
   /**
@@ -99,7 +99,7 @@ export class Queue<Data = unknown> implements JobOwner {
       return toAddRequest(it.name, it.data, it.opts, `items[${i}]`, this.maxDataBytes)
     })
     if (reqs.length === 0) return []
-    const execute = await this.executor(tx)
+    const execute = await this.executor(tx, 'options.tx')
     const rows = await execute<AdmissionRow>(sqlFor('add-jobs', this.schema), [this.name, `[${reqs.map(bulkItemJson).join(',')}]`])
     const rejected = rows.find((r) => r.error !== null)
     if (rejected) {
@@ -171,9 +171,10 @@ export class Queue<Data = unknown> implements JobOwner {
   }
 
   /** Migrates on first use, then gives the caller's `tx` or pgonce's pool as an executor. */
-  protected async executor(tx: Transactional | undefined): Promise<Execute> {
+  protected async executor(tx: Transactional | undefined, field = 'opts.tx'): Promise<Execute> {
     if (this.closed) throw new Error('pgonce: this Queue is closed')
-    const execute = executorFor(tx ?? this.pool)
+    // Only an absent tx means "pgonce's pool": a null or wrong tx must not silently run outside the caller's transaction.
+    const execute = tx === undefined ? executorFor(this.pool) : executorFor(tx, field)
     this.ready ??= migrate({ pool: this.pool, schema: this.schema, logger: this.logger }).then(() => {})
     await this.ready
     return execute
