@@ -2,7 +2,8 @@
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { DeduplicationError, type Job, Queue } from '../src/index.js'
-import { type TestSchema, freshSchema } from './support/schema.js'
+import { type DedupTables, closeDedupSuite, openDedupSuite } from './support/dedup-fixture.js'
+import type { TestSchema } from './support/schema.js'
 
 type Payload = { v: string }
 type Strategy = 'plain' | 'extend' | 'replace' | 'replace+extend'
@@ -13,17 +14,11 @@ const TTL = 3_600_000
 
 let db: TestSchema
 let queue: Queue<Payload>
+let t: DedupTables<Payload>
 let seq = 0
 
-beforeAll(async () => {
-  db = await freshSchema('dedup_admission')
-  queue = new Queue<Payload>(QUEUE, { connectionString: db.url, schema: db.schema })
-})
-
-afterAll(async () => {
-  await queue?.close()
-  await db?.drop()
-})
+beforeAll(async () => ({ db, queue, t } = await openDedupSuite<Payload>('dedup_admission', QUEUE)))
+afterAll(() => closeDedupSuite({ db, queue }))
 
 const newKey = (label: string) => `${label}:${++seq}`
 
@@ -36,49 +31,25 @@ function dedupOf(strategy: Strategy, id: string, ttl: number | undefined = TTL) 
   }
 }
 
-async function sql<R extends object>(text: string, values: unknown[] = []): Promise<R[]> {
-  return (await db.pool.query(text.replaceAll('$S', `"${db.schema}"`), values)).rows as R[]
-}
-
-/** The key row with the ms left until it expires (null: no TTL). */
-async function keyRow(key: string, queueName = QUEUE) {
-  const [row] = await sql<{ job_id: string; ms_left: number | null; expires_at: Date | null }>(
-    `select job_id, expires_at, (extract(epoch from expires_at - now()) * 1000)::float8 as ms_left
-     from $S.dedup_keys where queue = $1 and key = $2`, [queueName, key])
-  return row
-}
-
 /** The key points at `ownerId` and expires ≈ now() + TTL (allowing for a loaded machine). */
 async function expectFreshKey(key: string, ownerId: string): Promise<void> {
-  const k = await keyRow(key)
-  expect(k?.job_id).toBe(ownerId)
-  expect(k?.ms_left).toBeGreaterThan(TTL - 60_000)
-  expect(k?.ms_left).toBeLessThanOrEqual(TTL)
+  expect(await t.keyOwner(key)).toBe(ownerId)
+  const left = await t.msLeft(key)
+  expect(left).toBeGreaterThan(TTL - 60_000)
+  expect(left).toBeLessThanOrEqual(TTL)
 }
 
 async function jobRow(id: string) {
-  const [row] = await sql<{ id: string; state: string; data: Payload; lock_token: string | null; run_at: Date }>(
+  const [row] = await t.sql<{ id: string; state: string; data: Payload; lock_token: string | null; run_at: Date }>(
     'select id, state, data, lock_token, run_at from $S.jobs where id = $1', [id])
   return row
 }
 
-/** Ids and states of every job added with this key, oldest first. */
-async function jobsWithKey(key: string) {
-  return sql<{ id: string; state: string; data: Payload }>(
-    'select id, state, data from $S.jobs where queue = $1 and dedup_key = $2 order by id', [QUEUE, key])
-}
+/** Leaves the key held for 5 more seconds, so that a reset to now()+TTL is visible. */
+const shortenTo5s = (key: string) =>
+  t.sql(`update $S.dedup_keys set expires_at = now() + interval '5 seconds' where queue = $1 and key = $2`, [QUEUE, key])
 
-/** What a worker's claim does to a row: active, leased, one attempt started. */
-async function makeActive(id: string): Promise<string> {
-  const [row] = await sql<{ lock_token: string }>(
-    `update $S.jobs set state = 'active', lock_token = gen_random_uuid(), locked_until = now() + interval '5 minutes',
-       attempts = attempts + 1, started_at = now() where id = $1 returning lock_token`, [id])
-  return (row as { lock_token: string }).lock_token
-}
-
-async function makeTerminal(id: string, state: 'completed' | 'failed'): Promise<void> {
-  await sql(`update $S.jobs set state = $2, finished_at = now(), lock_token = null, locked_until = null where id = $1`, [id, state])
-}
+const allJobs = () => t.sql('select * from $S.jobs order by id')
 
 /** Adds the first owner of a key in the given pending state. */
 async function addPendingOwner(key: string, state: Pending, ttl: number | undefined = TTL): Promise<Job<Payload>> {
@@ -103,17 +74,17 @@ describe('key not held: insert a job and take the key', () => {
     absent: async (_key: string) => null,
     expired: async (key: string) => {
       const first = await queue.add('old', { v: 'old' }, { deduplication: { id: key, ttl: TTL } })
-      await sql(`update $S.dedup_keys set expires_at = now() - interval '1 second' where queue = $1 and key = $2`, [QUEUE, key])
+      await t.expire(key)
       return first
     },
     'no-TTL owner terminal': async (key: string) => {
       const first = await queue.add('old', { v: 'old' }, { deduplication: { id: key } })
-      await makeTerminal(first.id, 'completed')
+      await t.makeTerminal(first.id, 'completed')
       return first
     },
     'orphan (owner row deleted, TTL still open)': async (key: string) => {
       const first = await queue.add('old', { v: 'old' }, { deduplication: { id: key, ttl: TTL } })
-      await sql('delete from $S.jobs where id = $1', [first.id])
+      await t.deleteJob(first.id)
       return first
     },
   }
@@ -145,8 +116,8 @@ describe('key not held: insert a job and take the key', () => {
     const key = newKey('no-ttl')
     const job = await queue.add('new', { v: 'new' }, { deduplication: { id: key } })
     expect(job.outcome).toBe('added')
-    const k = await keyRow(key)
-    expect(k).toEqual({ job_id: job.id, expires_at: null, ms_left: null })
+    const k = await t.key(key)
+    expect(k).toEqual({ job_id: job.id, expires_at: null })
     expect((await queue.add('again', { v: 'again' }, { deduplication: { id: key } })).id).toBe(job.id)
   })
 
@@ -158,8 +129,8 @@ describe('key not held: insert a job and take the key', () => {
       const b = await other.add('b', { v: 'b' }, { deduplication: { id: key, ttl: TTL } })
       expect(b.outcome).toBe('added')
       expect(b.id).not.toBe(a.id)
-      expect((await keyRow(key))?.job_id).toBe(a.id)
-      expect((await keyRow(key, `${QUEUE}-other`))?.job_id).toBe(b.id)
+      expect((await t.key(key))?.job_id).toBe(a.id)
+      expect((await t.key(key, `${QUEUE}-other`))?.job_id).toBe(b.id)
     } finally {
       await other.close()
     }
@@ -174,7 +145,7 @@ describe('held, owner pending', () => {
       const key = newKey(`pending-plain-${state}`)
       const owner = await addPendingOwner(key, state)
       expect(owner.state).toBe(state)
-      const keyBefore = await keyRow(key)
+      const keyBefore = await t.key(key)
       const rowBefore = await jobRow(owner.id)
 
       const dup = await queue.add('dup', { v: 'second' }, { deduplication: { id: key, ttl: TTL } })
@@ -185,16 +156,15 @@ describe('held, owner pending', () => {
       expect(dup.state).toBe(state)
       expect(dup.outcome).toBe('duplicate-key')
       expect(dup.deduplicated).toBe(true)
-      expect(await jobsWithKey(key)).toEqual([{ id: owner.id, state, data: { v: 'first' } }])
-      expect((await keyRow(key))?.expires_at).toEqual(keyBefore?.expires_at)
+      expect(await t.jobsWithKey(key)).toEqual([{ id: owner.id, state, data: { v: 'first' } }])
+      expect((await t.key(key))?.expires_at).toEqual(keyBefore?.expires_at)
       expect(await jobRow(owner.id)).toEqual(rowBefore)
     })
 
     it(`${state} owner, extend: keeps the owner and resets expires_at to now()+ttl`, async () => {
       const key = newKey(`pending-extend-${state}`)
       const owner = await addPendingOwner(key, state)
-      // Shorten the window so that the reset is visible: 5 s left before the extend.
-      await sql(`update $S.dedup_keys set expires_at = now() + interval '5 seconds' where queue = $1 and key = $2`, [QUEUE, key])
+      await shortenTo5s(key)
       const rowBefore = await jobRow(owner.id)
 
       const ext = await queue.add('ext', { v: 'second' }, { deduplication: { id: key, ttl: TTL, extend: true } })
@@ -204,7 +174,7 @@ describe('held, owner pending', () => {
       expect(ext.outcome).toBe('extended')
       expect(ext.deduplicated).toBe(true)
       await expectFreshKey(key, owner.id)
-      expect(await jobsWithKey(key)).toHaveLength(1)
+      expect(await t.jobsWithKey(key)).toHaveLength(1)
       expect(await jobRow(owner.id)).toEqual(rowBefore)
     })
 
@@ -212,7 +182,7 @@ describe('held, owner pending', () => {
       it(`${state} owner, ${strategy}: the owner row goes, a new job with the latest data takes the key`, async () => {
         const key = newKey(`pending-${strategy}-${state}`)
         const owner = await addPendingOwner(key, state)
-        await sql(`update $S.dedup_keys set expires_at = now() + interval '5 seconds' where queue = $1 and key = $2`, [QUEUE, key])
+        await shortenTo5s(key)
 
         const next = await queue.add('next', { v: 'latest' }, { deduplication: dedupOf(strategy, key) })
 
@@ -223,10 +193,10 @@ describe('held, owner pending', () => {
         expect(next.name).toBe('next')
         expect(next.state).toBe('waiting')
         expect(await jobRow(owner.id)).toBeUndefined()
-        expect(await jobsWithKey(key)).toEqual([{ id: next.id, state: 'waiting', data: { v: 'latest' } }])
+        expect(await t.jobsWithKey(key)).toEqual([{ id: next.id, state: 'waiting', data: { v: 'latest' } }])
         await expectFreshKey(key, next.id)
         // A replaced waiting-children owner leaves no dependency edge behind.
-        expect(await sql('select 1 from $S.job_dependencies where job_id = $1', [owner.id])).toEqual([])
+        expect(await t.sql('select 1 from $S.job_dependencies where job_id = $1', [owner.id])).toEqual([])
       })
     }
   }
@@ -237,7 +207,7 @@ describe('held, owner pending', () => {
     const dup = await queue.add('dup', { v: 'second' }, { deduplication: { id: key } })
     expect(dup.id).toBe(owner.id)
     expect(dup.outcome).toBe('duplicate-key')
-    expect(await jobsWithKey(key)).toHaveLength(1)
+    expect(await t.jobsWithKey(key)).toHaveLength(1)
   })
 })
 
@@ -245,20 +215,20 @@ describe('held, owner active', () => {
   it('plain: returns the running owner', async () => {
     const key = newKey('active-plain')
     const owner = await addPendingOwner(key, 'waiting')
-    await makeActive(owner.id)
+    await t.makeActive(owner.id)
     const dup = await queue.add('dup', { v: 'second' }, { deduplication: { id: key, ttl: TTL } })
     expect(dup.id).toBe(owner.id)
     expect(dup.state).toBe('active')
     expect(dup.data).toEqual({ v: 'first' })
     expect(dup.outcome).toBe('duplicate-key')
     expect(dup.deduplicated).toBe(true)
-    expect(await jobsWithKey(key)).toHaveLength(1)
+    expect(await t.jobsWithKey(key)).toHaveLength(1)
   })
 
   it('plain, no-TTL key: the running owner still holds it', async () => {
     const key = newKey('active-no-ttl')
     const owner = await addPendingOwner(key, 'waiting', undefined)
-    await makeActive(owner.id)
+    await t.makeActive(owner.id)
     const dup = await queue.add('dup', { v: 'second' }, { deduplication: { id: key } })
     expect(dup.id).toBe(owner.id)
     expect(dup.outcome).toBe('duplicate-key')
@@ -267,9 +237,9 @@ describe('held, owner active', () => {
   it('extend: rejected with EXTEND_NOT_PENDING, nothing changes', async () => {
     const key = newKey('active-extend')
     const owner = await addPendingOwner(key, 'waiting')
-    const token = await makeActive(owner.id)
-    const keyBefore = await keyRow(key)
-    const jobsBefore = await sql('select * from $S.jobs order by id')
+    const token = await t.makeActive(owner.id)
+    const keyBefore = await t.key(key)
+    const jobsBefore = await allJobs()
 
     const err = await rejection(queue.add('ext', { v: 'second' }, { deduplication: { id: key, ttl: TTL, extend: true } }))
 
@@ -277,9 +247,9 @@ describe('held, owner active', () => {
     expect(err.message).toContain('Duplicate unique_key (extended TTL)')
     expect(err.key).toBe(key)
     expect(err.ownerId).toBe(owner.id)
-    expect((await keyRow(key))?.expires_at).toEqual(keyBefore?.expires_at)
-    expect((await keyRow(key))?.job_id).toBe(owner.id)
-    expect(await sql('select * from $S.jobs order by id')).toEqual(jobsBefore)
+    expect(await t.key(key)).toEqual(keyBefore)
+    expect(keyBefore?.job_id).toBe(owner.id)
+    expect(await allJobs()).toEqual(jobsBefore)
     expect((await jobRow(owner.id))?.lock_token).toBe(token)
   })
 
@@ -287,7 +257,7 @@ describe('held, owner active', () => {
     it(`${strategy}: the owner keeps running under its lease, a new job is queued and takes the key`, async () => {
       const key = newKey(`active-${strategy}`)
       const owner = await addPendingOwner(key, 'waiting')
-      const token = await makeActive(owner.id)
+      const token = await t.makeActive(owner.id)
 
       const next = await queue.add('next', { v: 'latest' }, { deduplication: dedupOf(strategy, key) })
 
@@ -295,12 +265,12 @@ describe('held, owner active', () => {
       expect(next.deduplicated).toBe(false)
       expect(next.id).not.toBe(owner.id)
       expect(next.data).toEqual({ v: 'latest' })
-      expect(await jobsWithKey(key)).toEqual([
+      expect(await t.jobsWithKey(key)).toEqual([
         { id: owner.id, state: 'active', data: { v: 'first' } },
         { id: next.id, state: 'waiting', data: { v: 'latest' } },
       ])
       expect((await jobRow(owner.id))?.lock_token).toBe(token)
-      expect((await keyRow(key))?.job_id).toBe(next.id)
+      expect((await t.key(key))?.job_id).toBe(next.id)
       expect(await queue.getDeduplicationJobId(key)).toBe(next.id)
     })
   }
@@ -311,42 +281,41 @@ describe('held, owner terminal (TTL window still open)', () => {
     it(`${state} owner, plain: returns the finished owner`, async () => {
       const key = newKey(`terminal-plain-${state}`)
       const owner = await addPendingOwner(key, 'waiting')
-      await makeTerminal(owner.id, state)
+      await t.makeTerminal(owner.id, state)
       const dup = await queue.add('dup', { v: 'second' }, { deduplication: { id: key, ttl: TTL } })
       expect(dup.id).toBe(owner.id)
       expect(dup.state).toBe(state)
       expect(dup.data).toEqual({ v: 'first' })
       expect(dup.outcome).toBe('duplicate-key')
       expect(dup.deduplicated).toBe(true)
-      expect(await jobsWithKey(key)).toHaveLength(1)
+      expect(await t.jobsWithKey(key)).toHaveLength(1)
     })
 
     it(`${state} owner, extend: rejected with EXTEND_NOT_PENDING, nothing changes`, async () => {
       const key = newKey(`terminal-extend-${state}`)
       const owner = await addPendingOwner(key, 'waiting')
-      await makeTerminal(owner.id, state)
-      const keyBefore = await keyRow(key)
+      await t.makeTerminal(owner.id, state)
+      const keyBefore = await t.key(key)
       const err = await rejection(queue.add('ext', { v: 'second' }, { deduplication: { id: key, ttl: TTL, extend: true } }))
       expect(err.code).toBe('EXTEND_NOT_PENDING')
       expect(err.message).toContain('Duplicate unique_key (extended TTL)')
       expect(err.ownerId).toBe(owner.id)
-      expect(await keyRow(key)).toEqual({ ...keyBefore, ms_left: expect.any(Number) })
-      expect((await keyRow(key))?.expires_at).toEqual(keyBefore?.expires_at)
-      expect(await jobsWithKey(key)).toEqual([{ id: owner.id, state, data: { v: 'first' } }])
+      expect(await t.key(key)).toEqual(keyBefore)
+      expect(await t.jobsWithKey(key)).toEqual([{ id: owner.id, state, data: { v: 'first' } }])
     })
 
     it(`${state} owner, replace: a new job is queued and takes the key, the old row stays as history`, async () => {
       const key = newKey(`terminal-replace-${state}`)
       const owner = await addPendingOwner(key, 'waiting')
-      await makeTerminal(owner.id, state)
+      await t.makeTerminal(owner.id, state)
       const next = await queue.add('next', { v: 'latest' }, { deduplication: { id: key, ttl: TTL, replace: true } })
       expect(next.outcome).toBe('replaced')
       expect(next.deduplicated).toBe(false)
-      expect(await jobsWithKey(key)).toEqual([
+      expect(await t.jobsWithKey(key)).toEqual([
         { id: owner.id, state, data: { v: 'first' } },
         { id: next.id, state: 'waiting', data: { v: 'latest' } },
       ])
-      expect((await keyRow(key))?.job_id).toBe(next.id)
+      expect((await t.key(key))?.job_id).toBe(next.id)
     })
   }
 })
@@ -358,18 +327,18 @@ describe('owner has a live dependent', () => {
       const owner = await addPendingOwner(key, 'waiting')
       const child = await queue.add('child', { v: 'child' }, { dependsOn: [owner.id] })
       expect(child.state).toBe('waiting-children')
-      const keyBefore = await keyRow(key)
-      const jobsBefore = await sql('select * from $S.jobs order by id')
-      const edgesBefore = await sql('select * from $S.job_dependencies order by job_id, depends_on')
+      const keyBefore = await t.key(key)
+      const jobsBefore = await allJobs()
+      const edgesBefore = await t.sql('select * from $S.job_dependencies order by job_id, depends_on')
 
       const err = await rejection(queue.add('next', { v: 'latest' }, { deduplication: dedupOf(strategy, key) }))
 
       expect(err.code).toBe('REPLACE_HAS_DEPENDENTS')
       expect(err.ownerId).toBe(owner.id)
       expect(err.key).toBe(key)
-      expect(await keyRow(key)).toEqual({ ...keyBefore, ms_left: expect.any(Number) })
-      expect(await sql('select * from $S.jobs order by id')).toEqual(jobsBefore)
-      expect(await sql('select * from $S.job_dependencies order by job_id, depends_on')).toEqual(edgesBefore)
+      expect(await t.key(key)).toEqual(keyBefore)
+      expect(await allJobs()).toEqual(jobsBefore)
+      expect(await t.sql('select * from $S.job_dependencies order by job_id, depends_on')).toEqual(edgesBefore)
     })
   }
 
@@ -377,20 +346,20 @@ describe('owner has a live dependent', () => {
     const key = newKey('dependents-active')
     const owner = await addPendingOwner(key, 'waiting')
     await queue.add('child', { v: 'child' }, { dependsOn: [owner.id] })
-    await makeActive(owner.id)
+    await t.makeActive(owner.id)
     const err = await rejection(queue.add('next', { v: 'latest' }, { deduplication: { id: key, ttl: TTL, replace: true } }))
     expect(err.code).toBe('REPLACE_HAS_DEPENDENTS')
-    expect(await jobsWithKey(key)).toEqual([{ id: owner.id, state: 'active', data: { v: 'first' } }])
+    expect(await t.jobsWithKey(key)).toEqual([{ id: owner.id, state: 'active', data: { v: 'first' } }])
   })
 
   it('a dependent that is no longer live does not block a replace', async () => {
     const key = newKey('dependents-done')
     const owner = await addPendingOwner(key, 'waiting')
     const child = await queue.add('child', { v: 'child' }, { dependsOn: [owner.id] })
-    await makeTerminal(child.id, 'failed')
+    await t.makeTerminal(child.id, 'failed')
     const next = await queue.add('next', { v: 'latest' }, { deduplication: { id: key, ttl: TTL, replace: true } })
     expect(next.outcome).toBe('replaced')
-    expect((await keyRow(key))?.job_id).toBe(next.id)
+    expect((await t.key(key))?.job_id).toBe(next.id)
   })
 
   it('plain and extend adds are unaffected by dependents', async () => {
@@ -413,7 +382,7 @@ describe('jobId and deduplication together: the jobId rule first', () => {
     expect(again.id).toBe(first.id)
     expect(again.outcome).toBe('duplicate-job-id')
     expect(again.deduplicated).toBe(true)
-    expect(await keyRow(key)).toBeUndefined()
+    expect(await t.key(key)).toBeUndefined()
   })
 
   it('a live jobId wins over replace on the key it owns: nothing is replaced', async () => {
@@ -424,8 +393,8 @@ describe('jobId and deduplication together: the jobId rule first', () => {
     expect(again.id).toBe(first.id)
     expect(again.outcome).toBe('duplicate-job-id')
     expect(again.data).toEqual({ v: 'first' })
-    expect(await jobsWithKey(key)).toEqual([{ id: first.id, state: 'waiting', data: { v: 'first' } }])
-    expect((await keyRow(key))?.job_id).toBe(first.id)
+    expect(await t.jobsWithKey(key)).toEqual([{ id: first.id, state: 'waiting', data: { v: 'first' } }])
+    expect((await t.key(key))?.job_id).toBe(first.id)
   })
 
   it('a new jobId with a held key: the key owner answers', async () => {
@@ -441,14 +410,14 @@ describe('jobId and deduplication together: the jobId rule first', () => {
     const customId = newKey('custom')
     const key = newKey('jobid-terminal')
     const first = await queue.add('first', { v: 'first' }, { jobId: customId, deduplication: { id: key, ttl: TTL } })
-    await makeTerminal(first.id, 'completed')
+    await t.makeTerminal(first.id, 'completed')
     const again = await queue.add('again', { v: 'again' }, { jobId: customId, deduplication: { id: key, ttl: TTL } })
     expect(again.id).toBe(first.id)
     expect(again.outcome).toBe('duplicate-key')
     const replaced = await queue.add('again', { v: 'latest' }, { jobId: customId, deduplication: { id: key, ttl: TTL, replace: true } })
     expect(replaced.outcome).toBe('replaced')
     expect(replaced.jobId).toBe(customId)
-    expect((await keyRow(key))?.job_id).toBe(replaced.id)
+    expect((await t.key(key))?.job_id).toBe(replaced.id)
     expect((await queue.getJobByCustomId(customId))?.id).toBe(replaced.id)
   })
 })

@@ -2,6 +2,7 @@
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { DeduplicationError, type Job, Queue } from '../src/index.js'
+import { DedupTables } from './support/dedup-fixture.js'
 import { type TestSchema, freshSchema } from './support/schema.js'
 
 type Payload = { caller: number }
@@ -12,6 +13,7 @@ const TTL = 3_600_000
 
 let db: TestSchema
 let queues: Queue<Payload>[] = []
+let t: DedupTables<Payload>
 
 /** Opens the Queue's one connection now, waiting out a server that is briefly full of other tests' clients. */
 async function warmUp(queue: Queue<Payload>): Promise<void> {
@@ -28,6 +30,7 @@ async function warmUp(queue: Queue<Payload>): Promise<void> {
 
 beforeAll(async () => {
   db = await freshSchema('dedup_concurrency')
+  t = new DedupTables<Payload>(db, QUEUE)
   queues = Array.from({ length: CALLERS }, () =>
     new Queue<Payload>(QUEUE, { connectionString: db.url, schema: db.schema, migrate: false, poolSize: 1 }))
   for (const q of queues) await warmUp(q)
@@ -37,20 +40,6 @@ afterAll(async () => {
   await Promise.all(queues.map((q) => q.close()))
   await db?.drop()
 })
-
-async function sql<R extends object>(text: string, values: unknown[] = []): Promise<R[]> {
-  return (await db.pool.query(text.replaceAll('$S', `"${db.schema}"`), values)).rows as R[]
-}
-
-async function jobsWithKey(key: string) {
-  return sql<{ id: string; state: string; data: Payload }>(
-    'select id, state, data from $S.jobs where queue = $1 and dedup_key = $2 order by id', [QUEUE, key])
-}
-
-async function keyOwner(key: string): Promise<string | undefined> {
-  const [row] = await sql<{ job_id: string }>('select job_id from $S.dedup_keys where queue = $1 and key = $2', [QUEUE, key])
-  return row?.job_id
-}
 
 function count<T extends string>(values: T[]): Partial<Record<T, number>> {
   const out: Partial<Record<T, number>> = {}
@@ -76,16 +65,15 @@ describe('50 concurrent adds of one key', () => {
       const jobs = fulfilled(await allAtOnce((q, caller) =>
         q.add('push', { caller }, { deduplication: ttl === undefined ? { id: key } : { id: key, ttl } })))
 
-      const rows = await jobsWithKey(key)
+      // One row: the losers' provisional rows are gone.
+      const rows = await t.jobsWithKey(key)
       expect(rows).toHaveLength(1)
       const owner = rows[0] as { id: string; data: Payload }
       expect(new Set(jobs.map((j) => j.id))).toEqual(new Set([owner.id]))
       expect(count(jobs.map((j) => j.outcome as string))).toEqual({ added: 1, 'duplicate-key': CALLERS - 1 })
       // Everyone sees the stored data of the one job, not their own.
       expect(new Set(jobs.map((j) => JSON.stringify(j.data)))).toEqual(new Set([JSON.stringify(owner.data)]))
-      expect(await keyOwner(key)).toBe(owner.id)
-      // The losers' provisional rows are gone: only one job exists in the queue for this key.
-      expect(await sql('select id from $S.jobs where queue = $1 and dedup_key = $2', [QUEUE, key])).toHaveLength(1)
+      expect(await t.keyOwner(key)).toBe(owner.id)
     })
   }
 })
@@ -96,7 +84,7 @@ describe('50 concurrent replaces of one key', () => {
     'owner pending': async (key: string) => (queues[0] as Queue<Payload>).add('push', { caller: -1 }, { deduplication: { id: key, ttl: TTL } }),
     'owner active': async (key: string) => {
       const owner = await (queues[0] as Queue<Payload>).add('push', { caller: -1 }, { deduplication: { id: key, ttl: TTL } })
-      await sql(`update $S.jobs set state = 'active', lock_token = gen_random_uuid(), locked_until = now() + interval '5 minutes' where id = $1`, [owner.id])
+      await t.makeActive(owner.id)
       return owner
     },
   }
@@ -107,11 +95,11 @@ describe('50 concurrent replaces of one key', () => {
       const jobs = fulfilled(await allAtOnce((q, caller) =>
         q.add('push', { caller }, { deduplication: { id: key, ttl: TTL, replace: true } })))
 
-      const rows = await jobsWithKey(key)
+      const rows = await t.jobsWithKey(key)
       const runnable = rows.filter((r) => r.state === 'waiting')
       expect(runnable).toHaveLength(1)
       const winner = runnable[0] as { id: string; data: Payload }
-      expect(await keyOwner(key)).toBe(winner.id)
+      expect(await t.keyOwner(key)).toBe(winner.id)
       // The winner holds the data of one of the calls, and that call was answered with it.
       const caller = winner.data.caller
       expect(caller).toBeGreaterThanOrEqual(0)
@@ -143,17 +131,15 @@ describe('mixed concurrent extend and plain adds', () => {
       q.add('push', { caller }, { deduplication: { id: key, ttl: TTL, extend: caller % 2 === 0 } })))
     expect(new Set(jobs.map((j) => j.id))).toEqual(new Set([owner.id]))
     expect(count(jobs.map((j) => j.outcome as string))).toEqual({ extended: CALLERS / 2, 'duplicate-key': CALLERS / 2 })
-    expect((await jobsWithKey(key)).map((r) => r.id)).toEqual([owner.id])
-    const [k] = await sql<{ ms_left: number }>(
-      `select (extract(epoch from expires_at - now()) * 1000)::float8 as ms_left from $S.dedup_keys where queue = $1 and key = $2`, [QUEUE, key])
-    expect(k?.ms_left).toBeGreaterThan(TTL - 120_000)
+    expect((await t.jobsWithKey(key)).map((r) => r.id)).toEqual([owner.id])
+    expect(await t.msLeft(key)).toBeGreaterThan(TTL - 120_000)
   })
 
   it('key absent: one job is added, every other call is answered by it, no errors', async () => {
     const key = 'mixed-absent'
     const jobs = fulfilled(await allAtOnce((q, caller) =>
       q.add('push', { caller }, { deduplication: { id: key, ttl: TTL, extend: caller % 2 === 0 } })))
-    const rows = await jobsWithKey(key)
+    const rows = await t.jobsWithKey(key)
     expect(rows).toHaveLength(1)
     expect(new Set(jobs.map((j) => j.id))).toEqual(new Set([rows[0]?.id]))
     const outcomes = count(jobs.map((j) => j.outcome as string))
@@ -169,7 +155,7 @@ describe('mixed concurrent extend and plain adds', () => {
   it('owner active: every extend is rejected with EXTEND_NOT_PENDING, every plain add gets the owner', async () => {
     const key = 'mixed-active'
     const owner = await (queues[0] as Queue<Payload>).add('push', { caller: -1 }, { deduplication: { id: key, ttl: TTL } })
-    await sql(`update $S.jobs set state = 'active', lock_token = gen_random_uuid(), locked_until = now() + interval '5 minutes' where id = $1`, [owner.id])
+    await t.makeActive(owner.id)
     const results = await allAtOnce((q, caller) =>
       q.add('push', { caller }, { deduplication: { id: key, ttl: TTL, extend: caller % 2 === 0 } }))
     for (const [caller, result] of results.entries()) {
@@ -184,17 +170,17 @@ describe('mixed concurrent extend and plain adds', () => {
         expect((result as PromiseFulfilledResult<Job<Payload>>).value.id).toBe(owner.id)
       }
     }
-    expect((await jobsWithKey(key)).map((r) => r.id)).toEqual([owner.id])
+    expect((await t.jobsWithKey(key)).map((r) => r.id)).toEqual([owner.id])
   })
 
   it('replaces racing plain adds and extends: one runnable job owns the key', async () => {
     const key = 'mixed-replace'
     const jobs = fulfilled(await allAtOnce((q, caller) =>
       q.add('push', { caller }, { deduplication: { id: key, ttl: TTL, replace: caller % 3 === 0, extend: caller % 3 === 1 } })))
-    const rows = await jobsWithKey(key)
+    const rows = await t.jobsWithKey(key)
     expect(rows).toHaveLength(1)
     const winner = rows[0] as { id: string; data: Payload }
-    expect(await keyOwner(key)).toBe(winner.id)
+    expect(await t.keyOwner(key)).toBe(winner.id)
     expect(jobs[winner.data.caller]?.id).toBe(winner.id)
     for (const job of jobs) expect(['added', 'replaced', 'extended', 'duplicate-key']).toContain(job.outcome)
   })

@@ -2,7 +2,8 @@
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { Queue, ValidationError } from '../src/index.js'
-import { type TestSchema, freshSchema } from './support/schema.js'
+import { type DedupTables, closeDedupSuite, openDedupSuite } from './support/dedup-fixture.js'
+import type { TestSchema } from './support/schema.js'
 
 type Payload = { v: string }
 
@@ -11,35 +12,13 @@ const TTL = 3_600_000
 
 let db: TestSchema
 let queue: Queue<Payload>
+let t: DedupTables<Payload>
 let seq = 0
 
-beforeAll(async () => {
-  db = await freshSchema('dedup_release')
-  queue = new Queue<Payload>(QUEUE, { connectionString: db.url, schema: db.schema })
-})
-
-afterAll(async () => {
-  await queue?.close()
-  await db?.drop()
-})
+beforeAll(async () => ({ db, queue, t } = await openDedupSuite<Payload>('dedup_release', QUEUE)))
+afterAll(() => closeDedupSuite({ db, queue }))
 
 const newKey = (label: string) => `${label}:${++seq}`
-
-async function sql<R extends object>(text: string, values: unknown[] = []): Promise<R[]> {
-  return (await db.pool.query(text.replaceAll('$S', `"${db.schema}"`), values)).rows as R[]
-}
-
-async function keyOwner(key: string): Promise<string | undefined> {
-  const [row] = await sql<{ job_id: string }>('select job_id from $S.dedup_keys where queue = $1 and key = $2', [QUEUE, key])
-  return row?.job_id
-}
-
-async function setState(id: string, state: 'active' | 'completed' | 'failed'): Promise<void> {
-  await sql(`update $S.jobs set state = $2, finished_at = case when $2 = 'active' then null else now() end where id = $1`, [id, state])
-}
-
-const expire = (key: string) =>
-  sql(`update $S.dedup_keys set expires_at = now() - interval '1 second' where queue = $1 and key = $2`, [QUEUE, key])
 
 describe('queue.getDeduplicationJobId', () => {
   it('is the owner id while the key is held, with or without a TTL', async () => {
@@ -49,10 +28,10 @@ describe('queue.getDeduplicationJobId', () => {
     const b = await queue.add('b', { v: 'b' }, { deduplication: { id: noTtl } })
     expect(await queue.getDeduplicationJobId(withTtl)).toBe(a.id)
     expect(await queue.getDeduplicationJobId(noTtl)).toBe(b.id)
-    await setState(b.id, 'active')
+    await t.makeActive(b.id)
     expect(await queue.getDeduplicationJobId(noTtl)).toBe(b.id)
     // A TTL key outlives its finished job.
-    await setState(a.id, 'completed')
+    await t.makeTerminal(a.id, 'completed')
     expect(await queue.getDeduplicationJobId(withTtl)).toBe(a.id)
   })
 
@@ -70,8 +49,8 @@ describe('queue.getDeduplicationJobId', () => {
   it('is null once the key expired, even though its row is still there', async () => {
     const key = newKey('lookup-expired')
     await queue.add('a', { v: 'a' }, { deduplication: { id: key, ttl: TTL } })
-    await expire(key)
-    expect(await keyOwner(key)).toBeDefined()
+    await t.expire(key)
+    expect(await t.keyOwner(key)).toBeDefined()
     expect(await queue.getDeduplicationJobId(key)).toBeNull()
   })
 
@@ -79,7 +58,7 @@ describe('queue.getDeduplicationJobId', () => {
     for (const state of ['completed', 'failed'] as const) {
       const key = newKey(`lookup-terminal-${state}`)
       const job = await queue.add('a', { v: 'a' }, { deduplication: { id: key } })
-      await setState(job.id, state)
+      await t.makeTerminal(job.id, state)
       expect(await queue.getDeduplicationJobId(key)).toBeNull()
     }
   })
@@ -87,7 +66,7 @@ describe('queue.getDeduplicationJobId', () => {
   it('is null when the owner row was deleted by hand (orphan), and the next add proceeds', async () => {
     const key = newKey('lookup-orphan')
     const job = await queue.add('a', { v: 'a' }, { deduplication: { id: key, ttl: TTL } })
-    await sql('delete from $S.jobs where id = $1', [job.id])
+    await t.deleteJob(job.id)
     expect(await queue.getDeduplicationJobId(key)).toBeNull()
     const next = await queue.add('b', { v: 'b' }, { deduplication: { id: key, ttl: TTL } })
     expect(next.outcome).toBe('added')
@@ -108,52 +87,52 @@ describe('queue.removeDeduplicationKey', () => {
     const key = newKey('remove-held')
     const first = await queue.add('a', { v: 'a' }, { deduplication: { id: key, ttl: TTL } })
     expect(await queue.removeDeduplicationKey(key)).toBe(true)
-    expect(await keyOwner(key)).toBeUndefined()
+    expect(await t.keyOwner(key)).toBeUndefined()
     expect(await queue.getDeduplicationJobId(key)).toBeNull()
     // The job itself is untouched: removing a key never removes work.
     expect((await queue.getJob(first.id))?.state).toBe('waiting')
     const second = await queue.add('b', { v: 'b' }, { deduplication: { id: key, ttl: TTL } })
     expect(second.outcome).toBe('added')
     expect(second.id).not.toBe(first.id)
-    expect(await keyOwner(key)).toBe(second.id)
+    expect(await t.keyOwner(key)).toBe(second.id)
   })
 
   it('removes a held no-TTL key of a running job; true', async () => {
     const key = newKey('remove-active')
     const job = await queue.add('a', { v: 'a' }, { deduplication: { id: key } })
-    await setState(job.id, 'active')
+    await t.makeActive(job.id)
     expect(await queue.removeDeduplicationKey(key)).toBe(true)
-    expect(await keyOwner(key)).toBeUndefined()
+    expect(await t.keyOwner(key)).toBeUndefined()
   })
 
   it('is false for an expired key (and clears its row), an absent key, an orphan and a released no-TTL key', async () => {
     const expired = newKey('remove-expired')
     await queue.add('a', { v: 'a' }, { deduplication: { id: expired, ttl: TTL } })
-    await expire(expired)
+    await t.expire(expired)
     expect(await queue.removeDeduplicationKey(expired)).toBe(false)
-    expect(await keyOwner(expired)).toBeUndefined()
+    expect(await t.keyOwner(expired)).toBeUndefined()
 
     expect(await queue.removeDeduplicationKey(newKey('remove-absent'))).toBe(false)
 
     const orphan = newKey('remove-orphan')
     const o = await queue.add('a', { v: 'a' }, { deduplication: { id: orphan, ttl: TTL } })
-    await sql('delete from $S.jobs where id = $1', [o.id])
+    await t.deleteJob(o.id)
     expect(await queue.removeDeduplicationKey(orphan)).toBe(false)
 
     const done = newKey('remove-done')
     const d = await queue.add('a', { v: 'a' }, { deduplication: { id: done } })
-    await setState(d.id, 'completed')
+    await t.makeTerminal(d.id, 'completed')
     expect(await queue.removeDeduplicationKey(done)).toBe(false)
   })
 
   it('removes the key whoever owns it, including a newer generation', async () => {
     const key = newKey('remove-any-owner')
     const gen1 = await queue.add('a', { v: 'gen1' }, { deduplication: { id: key, ttl: TTL } })
-    await setState(gen1.id, 'active')
+    await t.makeActive(gen1.id)
     const gen2 = await queue.add('a', { v: 'gen2' }, { deduplication: { id: key, ttl: TTL, replace: true } })
-    expect(await keyOwner(key)).toBe(gen2.id)
+    expect(await t.keyOwner(key)).toBe(gen2.id)
     expect(await queue.removeDeduplicationKey(key)).toBe(true)
-    expect(await keyOwner(key)).toBeUndefined()
+    expect(await t.keyOwner(key)).toBeUndefined()
   })
 })
 
@@ -161,15 +140,15 @@ describe('job.removeDeduplicationKey is generation-safe', () => {
   it('generation 1 finishing after generation 2 took the key cannot release it', async () => {
     const key = newKey('generations')
     const gen1 = await queue.add('push', { v: 'gen1' }, { deduplication: { id: key } })
-    await setState(gen1.id, 'active')
+    await t.makeActive(gen1.id)
     const gen2 = await queue.add('push', { v: 'gen2' }, { deduplication: { id: key, replace: true } })
     expect(gen2.outcome).toBe('replaced')
-    expect(await keyOwner(key)).toBe(gen2.id)
+    expect(await t.keyOwner(key)).toBe(gen2.id)
 
     // Generation 1 finishes and tries to release "its" key.
-    await setState(gen1.id, 'completed')
+    await t.makeTerminal(gen1.id, 'completed')
     expect(await gen1.removeDeduplicationKey()).toBe(false)
-    expect(await keyOwner(key)).toBe(gen2.id)
+    expect(await t.keyOwner(key)).toBe(gen2.id)
     expect(await queue.getDeduplicationJobId(key)).toBe(gen2.id)
     const dup = await queue.add('push', { v: 'gen3?' }, { deduplication: { id: key } })
     expect(dup.id).toBe(gen2.id)
@@ -177,7 +156,7 @@ describe('job.removeDeduplicationKey is generation-safe', () => {
 
     // The owning generation can.
     expect(await gen2.removeDeduplicationKey()).toBe(true)
-    expect(await keyOwner(key)).toBeUndefined()
+    expect(await t.keyOwner(key)).toBeUndefined()
     expect(await gen2.removeDeduplicationKey()).toBe(false)
   })
 
@@ -187,7 +166,7 @@ describe('job.removeDeduplicationKey is generation-safe', () => {
     const read = await queue.getJob(added.id)
     expect(read?.deduplicationId).toBe(key)
     expect(await read?.removeDeduplicationKey()).toBe(true)
-    expect(await keyOwner(key)).toBeUndefined()
+    expect(await t.keyOwner(key)).toBeUndefined()
 
     const plain = await queue.add('push', { v: 'plain' })
     expect(plain.deduplicationId).toBeNull()
@@ -200,6 +179,6 @@ describe('job.removeDeduplicationKey is generation-safe', () => {
     const dup = await queue.add('push', { v: 'y' }, { deduplication: { id: key, ttl: TTL } })
     expect(dup.id).toBe(owner.id)
     expect(await dup.removeDeduplicationKey()).toBe(true)
-    expect(await keyOwner(key)).toBeUndefined()
+    expect(await t.keyOwner(key)).toBeUndefined()
   })
 })
