@@ -60,7 +60,7 @@ describe('addBulk', () => {
       await queue.close()
       await pool.end()
     }
-  })
+  }, 180_000) // add_jobs() joins its set-based insert quadratically today: ~5 s idle, far more on a loaded machine
 
   it('an empty batch writes nothing and sends nothing', async () => {
     const { queue, pool, calls } = countedQueue('bulk-empty')
