@@ -175,7 +175,10 @@ export class Queue<Data = unknown> implements JobOwner {
     if (this.closed) throw new Error('pgonce: this Queue is closed')
     // Only an absent tx means "pgonce's pool": a null or wrong tx must not silently run outside the caller's transaction.
     const execute = tx === undefined ? executorFor(this.pool) : executorFor(tx, field)
-    this.ready ??= migrate({ pool: this.pool, schema: this.schema, logger: this.logger }).then(() => {})
+    this.ready ??= migrate({ pool: this.pool, schema: this.schema, logger: this.logger }).then(() => {}, (err: unknown) => {
+      this.ready = undefined // a failed first-use migration (database down, lock timeout) is tried again by the next call
+      throw err
+    })
     await this.ready
     return execute
   }

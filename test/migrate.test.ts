@@ -88,6 +88,23 @@ describe('migrate', () => {
     }
   })
 
+  it('a Queue whose first-use migration failed tries again on the next call', async () => {
+    const schema = newSchemaName('retry')
+    // An object in the way makes the initial migration fail (its `create sequence job_ids` collides).
+    await db.pool.query(`create schema "${schema}"; create table "${schema}".job_ids (x int)`)
+    const queue = new Queue('retry-migrate', { connectionString: db.url, schema })
+    try {
+      await expect(queue.add('x', {})).rejects.toMatchObject({ code: '42P07' }) // duplicate_table
+      expect((await db.pool.query('select to_regclass($1) as t', [`"${schema}".migrations`])).rows[0].t).toBeNull()
+      await db.pool.query(`drop table "${schema}".job_ids`)
+      const job = await queue.add('x', {})
+      expect(job.outcome).toBe('added')
+      expect(await appliedMigrations(db.pool, schema)).toEqual(expectedFilenames.map((filename) => ({ filename, n: 1 })))
+    } finally {
+      await queue.close()
+    }
+  })
+
   it('in a database of its own: the default schema, and the application\'s graphile_migrate history untouched', async () => {
     const url = await createDatabase(db.url, `pgonce_migrate_${randomBytes(4).toString('hex')}`)
     const name = new URL(url).pathname.slice(1)
