@@ -12,6 +12,7 @@ import { DeduplicationError, ValidationError } from './errors.js'
 import { type AddOutcome, Job, type JobOwner, type JobRow, type JobState } from './job.js'
 import { type Logger, silentLogger } from './logger.js'
 import { migrate } from './migrate/runner.js'
+import { retryFailedJob } from './retry-job.js'
 import { checkBoolean, checkInteger, checkJobIdRef, checkOptions, checkText, fail } from './validate.js'
 
 export interface QueueOptions extends ConnectionOptions {
@@ -148,6 +149,16 @@ export class Queue<Data = unknown> implements JobOwner {
   /** @internal Used by `job.removeDeduplicationKey()`: deletes the key only if job `jobId` owns it. */
   async removeOwnedDeduplicationKey(key: string, jobId: string): Promise<boolean> {
     return (await this.removeKey(key, jobId)).deleted
+  }
+
+  /**
+   * Gives a failed job a fresh run: back to 'waiting' with its attempts reset.
+   * Throws `RetryJobError` (nothing changed) when the job is missing or not failed,
+   * when a newer live generation has its jobId, or another job holds its dedup key.
+   */
+  async retryJob(id: string): Promise<Job<Data>> {
+    checkJobIdRef(id, 'id')
+    return new Job<Data>(await retryFailedJob(await this.executor(undefined), this.schema, id), null, this)
   }
 
   /** Ends the pool pgonce opened (a pool you passed in is left open). */

@@ -1,0 +1,40 @@
+-- Completes active jobs ($1 ids, $2 lock tokens, $3 results as JSON text), fenced by state and token; in the same
+-- statement releases each one's no-TTL dedup key if it still owns it and promotes dependents whose every dependency
+-- has completed. children_waiting > 0: a dependent still waits on a parent that looked unfinished (see promote-dependents).
+with input as (
+  select * from unnest($1::bigint[], $2::uuid[], $3::text[]) as i(id, token, result)
+), mine as (
+  -- Locked in id order, as heartbeat.sql does, so that the two never deadlock.
+  select j.id, i.result from :PGONCE_SCHEMA.jobs j join input i on j.id = i.id
+  where j.state = 'active' and j.lock_token = i.token
+  order by j.id
+  for update of j
+), done as (
+  update :PGONCE_SCHEMA.jobs j
+  set state = 'completed', result = m.result::jsonb, finished_at = now(),
+      lock_token = null, locked_until = null
+  from mine m
+  where j.id = m.id
+  returning j.id, j.queue, j.dedup_key
+), released as (
+  delete from :PGONCE_SCHEMA.dedup_keys k using done d
+  where k.queue = d.queue and k.key = d.dedup_key and k.job_id = d.id and k.expires_at is null
+), children as (
+  select distinct c.id from :PGONCE_SCHEMA.job_dependencies dep
+  join done d on dep.depends_on = d.id
+  join :PGONCE_SCHEMA.jobs c on c.id = dep.job_id and c.state = 'waiting-children'
+), promoted as (
+  update :PGONCE_SCHEMA.jobs c
+  set state = case when c.run_at <= now() then 'waiting' else 'delayed' end
+  from children ch
+  where c.id = ch.id and c.state = 'waiting-children'
+    and not exists (
+      select 1 from :PGONCE_SCHEMA.job_dependencies dep
+      join :PGONCE_SCHEMA.jobs p on p.id = dep.depends_on
+      where dep.job_id = c.id and p.state <> 'completed'
+        and not exists (select 1 from done d where d.id = p.id))
+  returning c.id
+)
+select d.id,
+  ((select count(*) from children) - (select count(*) from promoted))::integer as children_waiting
+from done d

@@ -1,0 +1,31 @@
+-- Gives failed job $1 a fresh run (waiting, attempts reset); refused (error set, nothing changed) when it is not
+-- failed, another live generation has its jobId, or another job holds its dedup key. Wakes the queue's workers.
+with target as (
+  select j.id, j.queue, j.job_id, j.dedup_key, j.state from :PGONCE_SCHEMA.jobs j where j.id = $1 for update
+), verdict as (
+  select t.id, case
+    when t.state <> 'failed' then 'NOT_FAILED'
+    when t.job_id is not null and exists (
+      select 1 from :PGONCE_SCHEMA.jobs l
+      where l.job_id = t.job_id and l.id <> t.id and l.state in ('waiting', 'delayed', 'waiting-children', 'active'))
+      then 'JOB_ID_LIVE'
+    when t.dedup_key is not null and exists (
+      select 1 from :PGONCE_SCHEMA.dedup_keys k join :PGONCE_SCHEMA.jobs o on o.id = k.job_id
+      where k.queue = t.queue and k.key = t.dedup_key and k.job_id <> t.id
+        and (k.expires_at > now()
+             or (k.expires_at is null and o.state in ('waiting', 'delayed', 'waiting-children', 'active'))))
+      then 'KEY_HELD'
+  end as error
+  from target t
+), retried as (
+  update :PGONCE_SCHEMA.jobs j
+  set state = 'waiting', attempts = 0, run_at = now(), finished_at = null, started_at = null,
+      lock_token = null, locked_until = null, locked_by = null, result = null
+  from verdict v
+  where j.id = v.id and v.error is null
+  returning j.*
+), woken as (
+  select pg_notify(:PGONCE_CHANNEL, r.queue) from retried r
+)
+select v.error, (select count(*) from woken)::integer as woken, r.*
+from verdict v left join retried r on r.id = v.id

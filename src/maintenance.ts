@@ -1,0 +1,94 @@
+// Housekeeping (DESIGN.md §7): rescues expired leases, deletes expired dedup keys and claims, promotes stranded dependents; one runner at a time.
+
+import type pg from 'pg'
+import type { ConnectionOptions } from './db/connection.js'
+import { openPool } from './db/connection.js'
+import { checkSchema } from './db/identifiers.js'
+import { sqlFor } from './db/sql-files.js'
+import { type Logger, silentLogger } from './logger.js'
+import { checkInteger, checkOptions } from './validate.js'
+
+export interface MaintenanceOptions extends ConnectionOptions {
+  /** Schema holding pgonce's tables. (Default: `'pgonce'`) */
+  schema?: string
+  /** Rows changed per statement; each batch is its own short transaction. (Default: 1000) */
+  batchSize?: number
+  /** A pino-compatible logger. (Default: silent) */
+  logger?: Logger
+}
+
+export interface MaintenanceResult {
+  /** Jobs whose lease had expired, returned to the queue (or failed, when no attempt was left). */
+  rescued: number
+  /** Expired TTL dedup keys deleted. */
+  expiredKeys: number
+  /** Expired execution claims and done markers deleted. */
+  expiredClaims: number
+  /** Jobs moved out of 'waiting-children' whose dependencies had all completed without promoting them (a crash in between). */
+  promoted: number
+  /** False when another runner held the lock, so this call did nothing. */
+  ran: boolean
+}
+
+const OPTION_KEYS = ['connectionString', 'pool', 'schema', 'batchSize', 'logger'] as const
+/** A call stops after this many full batches of one kind, so that it stays bounded; the next call goes on. */
+const MAX_ROUNDS = 50
+
+/**
+ * Runs one round of housekeeping on `schema`, in bounded batches. Only one
+ * runner works at a time (a session advisory lock, released at the end or
+ * when its connection drops); a call that finds it taken returns at once with
+ * `ran: false`. Every Worker calls it periodically (`maintenanceIntervalMs`);
+ * call it yourself from a cron job if you run no workers. Correctness never
+ * depends on it having run, except that expired leases wait for it.
+ */
+export async function runMaintenance(options: MaintenanceOptions): Promise<MaintenanceResult> {
+  const opts = checkOptions<MaintenanceOptions>(options, 'options', OPTION_KEYS)
+  const schema = checkSchema(opts.schema, 'options.schema')
+  const batchSize = opts.batchSize === undefined ? 1000 : checkInteger(opts.batchSize, 'options.batchSize', 1, 100_000)
+  const logger = (opts.logger ?? silentLogger).child({ component: 'pgonce.maintenance' })
+  const { pool, owned } = openPool(opts, logger, 1)
+  const result: MaintenanceResult = { rescued: 0, expiredKeys: 0, expiredClaims: 0, promoted: 0, ran: false }
+  try {
+    const client = await pool.connect()
+    let broken: Error | undefined
+    try {
+      const [lock] = (await client.query<{ locked: boolean }>(sqlFor('try-maintenance-lock', schema), [schema])).rows
+      if (!lock?.locked) return result
+      result.ran = true
+      try {
+        result.rescued = await drain(client, sqlFor('rescue-expired-leases', schema), [batchSize])
+        result.promoted = await drain(client, sqlFor('promote-dependents', schema), [null, batchSize])
+        result.expiredKeys = await drain(client, sqlFor('delete-expired-dedup-keys', schema), [batchSize])
+        result.expiredClaims = await drain(client, sqlFor('delete-expired-claims', schema), [batchSize])
+      } finally {
+        await client.query(sqlFor('release-maintenance-lock', schema), [schema])
+      }
+    } catch (err) {
+      broken = err as Error
+      throw err
+    } finally {
+      // A client whose unlock may not have run must not go back to the pool holding the lock.
+      client.release(broken)
+    }
+  } finally {
+    if (owned) await pool.end()
+  }
+  if (result.rescued + result.expiredKeys + result.expiredClaims + result.promoted > 0) {
+    logger.info({ ...result, schema }, 'pgonce: housekeeping')
+  }
+  return result
+}
+
+/** Repeats a batch statement returning `count` until a batch is not full (or MAX_ROUNDS); returns the total. */
+async function drain(client: pg.PoolClient, text: string, values: unknown[]): Promise<number> {
+  const limit = values[values.length - 1] as number
+  let total = 0
+  for (let round = 0; round < MAX_ROUNDS; round++) {
+    const [row] = (await client.query<{ count: number }>(text, values)).rows
+    const count = row?.count ?? 0
+    total += count
+    if (count < limit) break
+  }
+  return total
+}

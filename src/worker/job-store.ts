@@ -1,0 +1,134 @@
+// The worker's statements against the jobs table: claim, complete, fail, heartbeat, release, next due time.
+
+import type pg from 'pg'
+import type { Backoff, JobRow } from '../job.js'
+import { prepared } from './prepared.js'
+
+/** A job as the claim returns it: what the handler sees, plus the lock token that fences every later change. */
+export interface ClaimedRow {
+  id: string
+  queue: string
+  name: string
+  job_id: string | null
+  data: unknown
+  priority: number
+  attempts: number
+  max_attempts: number
+  backoff: Backoff | null
+  dedup_key: string | null
+  lock_token: string
+  last_error: string | null
+  error_stack: string | null
+  run_at_ms: number
+  created_at_ms: number
+}
+
+/** One finished handler's completion. */
+export interface Completion {
+  id: string
+  token: string
+  /** The result as JSON text, or null. */
+  resultJson: string | null
+}
+
+export interface CompletionOutcome {
+  /** Ids whose completion was recorded; the others' leases had been lost. */
+  completed: Set<string>
+  /** Some dependents of these jobs still wait on a parent that looked unfinished: promote them again after commit. */
+  childrenWaiting: boolean
+}
+
+/** The stored shape of a claimed row, with the columns the claim does not read filled in. */
+export function claimedToJobRow(r: ClaimedRow): JobRow {
+  return {
+    id: r.id, queue: r.queue, name: r.name, job_id: r.job_id, data: r.data, state: 'active',
+    priority: r.priority, run_at: new Date(r.run_at_ms), attempts: r.attempts, max_attempts: r.max_attempts,
+    backoff: r.backoff, dedup_key: r.dedup_key, lock_token: r.lock_token, locked_until: null,
+    last_error: r.last_error, error_stack: r.error_stack, created_at: new Date(r.created_at_ms), finished_at: null,
+  }
+}
+
+/** Anything that runs a pg query config: the worker's pool, or a client inside `ctx.transaction`. */
+export interface PgRunner {
+  query<R extends pg.QueryResultRow>(config: pg.QueryConfig): Promise<pg.QueryResult<R>>
+}
+
+export class JobStore {
+  constructor(
+    private readonly pool: PgRunner,
+    private readonly schema: string,
+    private readonly queue: string,
+    private readonly workerId: string,
+    private readonly leaseMs: number,
+  ) {}
+
+  /** Claims up to `limit` due jobs in one statement (FOR UPDATE SKIP LOCKED), in priority order. */
+  async claim(limit: number): Promise<ClaimedRow[]> {
+    const { rows } = await this.pool.query<ClaimedRow>({
+      ...prepared('claim-due-jobs', this.schema), values: [this.queue, limit, this.leaseMs, this.workerId],
+    })
+    return rows
+  }
+
+  /** Completes many jobs in one statement; `runner` lets `ctx.transaction` do it inside the caller's transaction. */
+  async complete(items: readonly Completion[], runner: PgRunner = this.pool): Promise<CompletionOutcome> {
+    const ids: string[] = []
+    const tokens: string[] = []
+    const results: (string | null)[] = []
+    for (const c of items) {
+      ids.push(c.id)
+      tokens.push(c.token)
+      results.push(c.resultJson)
+    }
+    const { rows } = await runner.query<{ id: string; children_waiting: number }>({
+      ...prepared('complete-jobs', this.schema), values: [ids, tokens, results],
+    })
+    const completed = new Set<string>()
+    let childrenWaiting = false
+    for (const r of rows) {
+      completed.add(r.id)
+      if (r.children_waiting > 0) childrenWaiting = true
+    }
+    return { completed, childrenWaiting }
+  }
+
+  /** Promotes dependents of `parentIds` whose dependencies have all completed (run after the completion committed). */
+  async promoteDependents(parentIds: string[] | null, limit: number): Promise<number> {
+    const { rows } = await this.pool.query<{ count: number }>({
+      ...prepared('promote-dependents', this.schema), values: [parentIds, limit],
+    })
+    return rows[0]?.count ?? 0
+  }
+
+  /** Records a failed attempt: retried after `delayMs`, or failed for good; null if the lease was lost. */
+  async fail(id: string, token: string, message: string, stack: string | null, delayMs: number): Promise<JobRow | null> {
+    const { rows } = await this.pool.query<JobRow>({
+      ...prepared('fail-job', this.schema), values: [id, token, message, stack, delayMs],
+    })
+    return rows[0] ?? null
+  }
+
+  /** Extends the leases of jobs still held with these tokens; returns the ids extended. */
+  async heartbeat(ids: string[], tokens: string[]): Promise<Set<string>> {
+    const { rows } = await this.pool.query<{ id: string }>({
+      ...prepared('heartbeat', this.schema), values: [ids, tokens, this.leaseMs],
+    })
+    return new Set(rows.map((r) => r.id))
+  }
+
+  /** Puts held jobs back without counting the attempt, due as before (`delayMs` 0) or later; returns how many. */
+  async release(ids: string[], tokens: string[], delayMs: number): Promise<number> {
+    const { rows } = await this.pool.query<{ count: number }>({
+      ...prepared('release-jobs', this.schema), values: [ids, tokens, delayMs],
+    })
+    return rows[0]?.count ?? 0
+  }
+
+  /** Milliseconds until this queue's next pending job is due (database clock), or null if none is pending. */
+  async nextDueInMs(): Promise<number | null> {
+    const { rows } = await this.pool.query<{ wait_ms: number | null }>({
+      ...prepared('next-run-at', this.schema), values: [this.queue],
+    })
+    return rows[0]?.wait_ms ?? null
+  }
+}

@@ -1,0 +1,91 @@
+// The Worker's options, their defaults, and their validation before any I/O.
+
+import type { ConnectionOptions } from '../db/connection.js'
+import { checkSchema } from '../db/identifiers.js'
+import { type Logger, silentLogger } from '../logger.js'
+import { MAX_DURATION_MS, checkBoolean, checkInteger, checkOptions } from '../validate.js'
+
+export interface WorkerOptions extends ConnectionOptions {
+  /** Schema holding pgonce's tables. (Default: `'pgonce'`) */
+  schema?: string
+  /** Handlers running at once. (Default: 1) */
+  concurrency?: number
+  /**
+   * Most jobs claimed by one statement. The worker claims the next batch when
+   * fewer than half of this are left in its local buffer, so up to
+   * `concurrency + batchSize` jobs can be held (leased) at once: raise it for
+   * many short jobs, keep it small for long ones. (Default: `concurrency`)
+   */
+  batchSize?: number
+  /** How long a claimed job is reserved for this worker without a heartbeat, in ms. (Default: 30000) */
+  leaseMs?: number
+  /** How often the leases of held jobs are extended, in ms; below `leaseMs`. (Default: `leaseMs / 3`) */
+  heartbeatMs?: number
+  /** Fallback poll for due jobs when no NOTIFY arrives, in ms. (Default: 2000) */
+  pollIntervalMs?: number
+  /** How long `close()` waits for running handlers before aborting their `ctx.signal`, in ms. (Default: 30000) */
+  closeTimeoutMs?: number
+  /** How often this worker runs housekeeping (`runMaintenance`: rescue expired leases, sweep expired keys); 0 turns it off. (Default: 5000) */
+  maintenanceIntervalMs?: number
+  /** Delay before a job runs again when `ctx.runOnce` finds its key running elsewhere, in ms; the attempt is not counted. (Default: 1000) */
+  retryLaterMs?: number
+  /** Start processing in the constructor; if false, call `worker.run()`. (Default: true) */
+  autorun?: boolean
+  /** Run migrations before processing. (Default: true) */
+  migrate?: boolean
+  /** Size of the pool pgonce opens from `connectionString` (claims, completions, `ctx.transaction`). (Default: `min(concurrency, 20) + 3`) */
+  poolSize?: number
+  /** A pino-compatible logger. (Default: silent) */
+  logger?: Logger
+}
+
+export interface ResolvedWorkerOptions {
+  schema: string
+  concurrency: number
+  batchSize: number
+  leaseMs: number
+  heartbeatMs: number
+  pollIntervalMs: number
+  closeTimeoutMs: number
+  maintenanceIntervalMs: number
+  retryLaterMs: number
+  autorun: boolean
+  migrate: boolean
+  poolSize: number
+  logger: Logger
+}
+
+/** Longest delay a Node timer accepts. */
+const MAX_TIMER_MS = 2_147_483_647
+
+const OPTION_KEYS = [
+  'connectionString', 'pool', 'schema', 'concurrency', 'batchSize', 'leaseMs', 'heartbeatMs', 'pollIntervalMs',
+  'closeTimeoutMs', 'maintenanceIntervalMs', 'retryLaterMs', 'autorun', 'migrate', 'poolSize', 'logger',
+] as const
+
+/** Checks every option (unknown keys rejected) and fills in the defaults. */
+export function resolveWorkerOptions(options: unknown): { resolved: ResolvedWorkerOptions; connection: ConnectionOptions } {
+  const o = checkOptions<WorkerOptions>(options, 'options', OPTION_KEYS)
+  const int = (key: keyof WorkerOptions, fallback: number, min: number, max: number): number => {
+    const value = o[key]
+    return value === undefined ? fallback : checkInteger(value, `options.${key}`, min, max)
+  }
+  const concurrency = int('concurrency', 1, 1, 10_000)
+  const leaseMs = int('leaseMs', 30_000, 500, MAX_DURATION_MS)
+  const resolved: ResolvedWorkerOptions = {
+    schema: checkSchema(o.schema, 'options.schema'),
+    concurrency,
+    batchSize: int('batchSize', concurrency, 1, 10_000),
+    leaseMs,
+    heartbeatMs: int('heartbeatMs', Math.min(Math.floor(leaseMs / 3), MAX_TIMER_MS), 50, Math.min(leaseMs - 1, MAX_TIMER_MS)),
+    pollIntervalMs: int('pollIntervalMs', 2_000, 10, MAX_TIMER_MS),
+    closeTimeoutMs: int('closeTimeoutMs', 30_000, 0, MAX_TIMER_MS),
+    maintenanceIntervalMs: int('maintenanceIntervalMs', 5_000, 0, MAX_TIMER_MS),
+    retryLaterMs: int('retryLaterMs', 1_000, 0, MAX_DURATION_MS),
+    autorun: o.autorun === undefined ? true : checkBoolean(o.autorun, 'options.autorun'),
+    migrate: o.migrate === undefined ? true : checkBoolean(o.migrate, 'options.migrate'),
+    poolSize: int('poolSize', Math.min(concurrency, 20) + 3, 2, 1_000),
+    logger: o.logger ?? silentLogger,
+  }
+  return { resolved, connection: { connectionString: o.connectionString, pool: o.pool } }
+}

@@ -1,0 +1,120 @@
+// Retries: attempts and backoff (fixed, exponential) by the database clock, the failed set keeping error and stack, and queue.retryJob.
+
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { Queue, RetryJobError, Worker } from '../src/index.js'
+import { type TestSchema, freshSchema } from './support/schema.js'
+import { storedJob, waitForState } from './fixtures/worker-helpers.js'
+
+let db: TestSchema
+let queue: Queue<{ n: number }>
+
+beforeAll(async () => {
+  db = await freshSchema('worker_retry')
+  queue = new Queue('retry', { connectionString: db.url, schema: db.schema, migrate: false })
+})
+afterAll(async () => {
+  await queue.close()
+  await db.drop()
+})
+
+function opts() {
+  return { connectionString: db.url, schema: db.schema, pollIntervalMs: 100, maintenanceIntervalMs: 0, migrate: false }
+}
+
+describe('Worker retries', () => {
+  it('retries with a fixed backoff measured on the database clock, then fails for good keeping message and stack', async () => {
+    const job = await queue.add('flaky', { n: 1 }, { attempts: 3, backoff: 300 })
+    const started: Date[] = []
+    const failedEvents: string[] = []
+    const worker = new Worker<{ n: number }>('retry', async () => {
+      const { rows } = await db.pool.query<{ now: Date }>('select clock_timestamp() as now')
+      started.push(rows[0]!.now)
+      throw new Error(`boom ${started.length}`)
+    }, opts())
+    worker.on('failed', (j, err) => failedEvents.push(`${j.state}:${err.message}`))
+    try {
+      const row = await waitForState(db, job.id, 'failed', 20_000)
+      expect(row.attempts).toBe(3)
+      expect(row.last_error).toBe('boom 3')
+      expect(row.error_stack).toContain('boom 3')
+      expect(row.error_stack).toContain('worker.retry.test.ts')
+      expect(row.finished_at).not.toBeNull()
+      expect(row.lock_token).toBeNull()
+      expect(started).toHaveLength(3)
+      for (let i = 1; i < started.length; i++) {
+        expect(started[i]!.getTime() - started[i - 1]!.getTime()).toBeGreaterThanOrEqual(300)
+      }
+      expect(failedEvents).toEqual(['delayed:boom 1', 'delayed:boom 2', 'failed:boom 3'])
+    } finally {
+      await worker.close()
+    }
+  })
+
+  it('exponential backoff doubles the delay per attempt: run_at = now() + delay on the database clock', async () => {
+    const job = await queue.add('expo', { n: 2 }, { attempts: 3, backoff: { type: 'exponential', delay: 400, jitter: 0 } })
+    const thrownAt: number[] = []
+    const runAts: number[] = []
+    const worker = new Worker<{ n: number }>('retry', async () => {
+      const { rows } = await db.pool.query<{ now: Date }>('select clock_timestamp() as now')
+      thrownAt.push(rows[0]!.now.getTime())
+      throw new Error('again')
+    }, opts())
+    worker.on('failed', (j) => {
+      if (j.state === 'delayed') runAts.push(j.runAt.getTime())
+    })
+    try {
+      await waitForState(db, job.id, 'failed', 20_000)
+      expect(runAts).toHaveLength(2)
+      const delays = runAts.map((at, i) => at - thrownAt[i]!)
+      // 400 ms after the first failure, 800 ms after the second (plus the moment between throw and record).
+      expect(delays[0]).toBeGreaterThanOrEqual(400)
+      expect(delays[0]).toBeLessThan(800)
+      expect(delays[1]).toBeGreaterThanOrEqual(800)
+      expect(delays[1]).toBeLessThan(1600)
+      expect(thrownAt[1]! - thrownAt[0]!).toBeGreaterThanOrEqual(400)
+      expect(thrownAt[2]! - thrownAt[1]!).toBeGreaterThanOrEqual(800)
+    } finally {
+      await worker.close()
+    }
+  })
+
+  it('retryJob gives a failed job a fresh run with its attempts reset', async () => {
+    const job = await queue.add('once', { n: 3 }, { attempts: 1 })
+    let fail = true
+    const worker = new Worker<{ n: number }, string>('retry', async () => {
+      if (fail) throw new Error('first run fails')
+      return 'second run ok'
+    }, opts())
+    try {
+      await waitForState(db, job.id, 'failed')
+      await expect(queue.retryJob(job.id).then(() => 'retried')).resolves.toBe('retried')
+      // Retrying it twice: the second call finds it no longer failed.
+      fail = false
+      const done = await waitForState(db, job.id, 'completed')
+      expect(done.attempts).toBe(1)
+      expect(done.result).toBe('second run ok')
+      await expect(queue.retryJob(job.id)).rejects.toMatchObject({ name: 'RetryJobError', code: 'NOT_FAILED' })
+    } finally {
+      await worker.close()
+    }
+  })
+
+  it('retryJob refuses with a clear error while a newer live generation of its jobId exists', async () => {
+    const job = await queue.add('gen', { n: 4 }, { jobId: 'retry-gen', attempts: 1 })
+    const worker = new Worker<{ n: number }>('retry', async () => {
+      throw new Error('fails')
+    }, opts())
+    try {
+      await waitForState(db, job.id, 'failed')
+    } finally {
+      await worker.close()
+    }
+    const next = await queue.add('gen', { n: 5 }, { jobId: 'retry-gen', delay: 60_000 })
+    expect(next.id).not.toBe(job.id)
+    const err = await queue.retryJob(job.id).catch((e: unknown) => e)
+    expect(err).toBeInstanceOf(RetryJobError)
+    expect(err).toMatchObject({ code: 'JOB_ID_LIVE', jobId: job.id })
+    expect((await storedJob(db, job.id)).state).toBe('failed')
+    await expect(queue.retryJob('999999999')).rejects.toMatchObject({ code: 'NOT_FOUND' })
+  })
+})
