@@ -5,7 +5,7 @@ with input as (
   select * from unnest($1::bigint[], $2::uuid[], $3::text[]) as i(id, token, result)
 ), mine as (
   -- Locked in id order, as heartbeat.sql does, so that the two never deadlock.
-  select j.id, i.result from :PGONCE_SCHEMA.jobs j join input i on j.id = i.id
+  select j.id, i.token, i.result from :PGONCE_SCHEMA.jobs j join input i on j.id = i.id
   where j.state = 'active' and j.lock_token = i.token
   order by j.id
   for update of j
@@ -15,7 +15,7 @@ with input as (
       lock_token = null, locked_until = null
   from mine m
   where j.id = m.id
-  returning j.id, j.queue, j.dedup_key
+  returning j.id, j.queue, j.dedup_key, m.token
 ), released as (
   delete from :PGONCE_SCHEMA.dedup_keys k using done d
   where k.queue = d.queue and k.key = d.dedup_key and k.job_id = d.id and k.expires_at is null
@@ -35,6 +35,6 @@ with input as (
         and not exists (select 1 from done d where d.id = p.id))
   returning c.id
 )
-select d.id,
+select d.id, d.token,
   ((select count(*) from children) - (select count(*) from promoted))::integer as children_waiting
 from done d

@@ -1,4 +1,4 @@
--- Extends by $3 ms the leases of active jobs ($1 ids, $2 lock tokens) still held with those tokens; returns their ids (a missing id: lease lost).
+-- Extends by $3 ms the leases of active jobs ($1 ids, $2 lock tokens) still held with those tokens; returns their tokens (a missing one: lease lost).
 with mine as (
   -- Locked in id order, as complete-jobs.sql does, so that the two never deadlock.
   select j.id from :PGONCE_SCHEMA.jobs j
@@ -11,4 +11,4 @@ update :PGONCE_SCHEMA.jobs j
 set locked_until = now() + make_interval(secs => $3::bigint / 1000.0)
 from mine m
 where j.id = m.id
-returning j.id
+returning j.lock_token as token

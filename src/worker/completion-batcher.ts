@@ -55,8 +55,8 @@ export class CompletionBatcher {
         const outcome = await this.store.complete(batch.map((p) => p.completion))
         this.pending.splice(0, batch.length)
         retryMs = 100
-        for (const p of batch) p.settle(outcome.completed.has(p.completion.id))
-        if (outcome.childrenWaiting) await this.promoteAfterCommit([...outcome.completed])
+        for (const p of batch) p.settle(outcome.completed.has(p.completion.token))
+        if (outcome.childrenWaiting) await this.promoteAfterCommit(outcome.ids)
       } catch (err) {
         if (this.stopped) break
         this.onError(err as Error)

@@ -113,7 +113,7 @@ export class HeldJob<Data> implements JobContext {
       try {
         const value = await fn(client)
         const outcome = await store.complete([{ id: this.id, token: this.token, resultJson: resultJson(value, logger, this.id) }], client)
-        if (!outcome.completed.has(this.id)) throw new LeaseLostError(this.id)
+        if (!outcome.completed.has(this.token)) throw new LeaseLostError(this.id)
         this.completion = { state: 'committing', result: value }
         await client.query('commit')
         this.completion.state = 'committed'

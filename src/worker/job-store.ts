@@ -32,8 +32,10 @@ export interface Completion {
 }
 
 export interface CompletionOutcome {
-  /** Ids whose completion was recorded; the others' leases had been lost. */
+  /** Lock tokens of the runs whose completion was recorded; the others' leases had been lost. */
   completed: Set<string>
+  /** Ids of the jobs completed. */
+  ids: string[]
   /** Some dependents of these jobs still wait on a parent that looked unfinished: promote them again after commit. */
   childrenWaiting: boolean
 }
@@ -80,16 +82,16 @@ export class JobStore {
       tokens.push(c.token)
       results.push(c.resultJson)
     }
-    const { rows } = await runner.query<{ id: string; children_waiting: number }>({
+    const { rows } = await runner.query<{ id: string; token: string; children_waiting: number }>({
       ...prepared('complete-jobs', this.schema), values: [ids, tokens, results],
     })
-    const completed = new Set<string>()
-    let childrenWaiting = false
+    const outcome: CompletionOutcome = { completed: new Set(), ids: [], childrenWaiting: false }
     for (const r of rows) {
-      completed.add(r.id)
-      if (r.children_waiting > 0) childrenWaiting = true
+      outcome.completed.add(r.token)
+      outcome.ids.push(r.id)
+      if (r.children_waiting > 0) outcome.childrenWaiting = true
     }
-    return { completed, childrenWaiting }
+    return outcome
   }
 
   /** Promotes dependents of `parentIds` whose dependencies have all completed (run after the completion committed). */
@@ -108,12 +110,12 @@ export class JobStore {
     return rows[0] ?? null
   }
 
-  /** Extends the leases of jobs still held with these tokens; returns the ids extended. */
+  /** Extends the leases of jobs still held with these tokens; returns the tokens still valid. */
   async heartbeat(ids: string[], tokens: string[]): Promise<Set<string>> {
-    const { rows } = await this.pool.query<{ id: string }>({
+    const { rows } = await this.pool.query<{ token: string }>({
       ...prepared('heartbeat', this.schema), values: [ids, tokens, this.leaseMs],
     })
-    return new Set(rows.map((r) => r.id))
+    return new Set(rows.map((r) => r.token))
   }
 
   /** Puts held jobs back without counting the attempt, due as before (`delayMs` 0) or later; returns how many. */

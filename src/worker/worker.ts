@@ -73,7 +73,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
   private readonly effects: Effects
   private readonly services: ContextServices
   private readonly buffer = new Fifo<HeldJob<Data>>()
-  /** Every job claimed and not yet settled, by id. */
+  /** Every job claimed and not yet settled, by lock token (a stale run and its re-claim can share an id). */
   private readonly held = new Map<string, HeldJob<Data>>()
   private state: State = 'idle'
   private running = 0
@@ -218,7 +218,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
     this.claimRetryMs = 100
     for (const row of rows) {
       const h = new HeldJob<Data>(row, new Job<Data>(claimedToJobRow(row), null, this), this.services)
-      this.held.set(row.id, h)
+      this.held.set(row.lock_token, h)
       this.buffer.push(h)
     }
     if (rows.length === 0 && !this.wokenDuringClaim) {
@@ -340,7 +340,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
   }
 
   private settled(h: HeldJob<Data>): void {
-    this.held.delete(h.id)
+    this.held.delete(h.token)
     if (this.held.size === 0 && this.settledWaiters.length > 0) {
       for (const resolve of this.settledWaiters.splice(0)) resolve()
     }
@@ -361,7 +361,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
       const alive = await this.store.heartbeat(sent.map((h) => h.id), sent.map((h) => h.token))
       for (const h of sent) {
         // A job settling (its outcome in flight) or completed by ctx.transaction meanwhile is not lost: its own statement decides.
-        if (alive.has(h.id) || this.held.get(h.id) !== h || h.phase === 'settling' || h.completion !== null) continue
+        if (alive.has(h.token) || !this.held.has(h.token) || h.phase === 'settling' || h.completion !== null) continue
         h.lost = true
         h.abort(new LeaseLostError(h.id))
         this.logger.warn({ jobId: h.id, phase: h.phase }, 'pgonce: lease lost (taken over after it expired, or changed by hand)')

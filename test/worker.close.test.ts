@@ -1,0 +1,81 @@
+// Graceful shutdown: close() waits for the running handler and its completion, returns unstarted claimed jobs without counting an attempt, and ends its connections.
+
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { Queue, Worker } from '../src/index.js'
+import { type TestSchema, freshSchema } from './support/schema.js'
+import { storedJob, waitFor } from './fixtures/worker-helpers.js'
+
+let db: TestSchema
+
+beforeAll(async () => {
+  db = await freshSchema('worker_close')
+})
+afterAll(async () => {
+  await db.drop()
+})
+
+async function backendsOf(worker: { id: string }): Promise<number> {
+  const { rows } = await db.pool.query<{ n: number }>(
+    `select count(*)::int as n from pg_stat_activity where application_name = $1`, [`pgonce-listener ${worker.id}`])
+  return rows[0]!.n
+}
+
+describe('Worker.close()', () => {
+  it('waits for the in-flight handler, records its completion, and releases the buffered jobs untouched', async () => {
+    const queue = new Queue('close', { connectionString: db.url, schema: db.schema, migrate: false })
+    const [slow, ...rest] = await queue.addBulk([0, 1, 2, 3].map((i) => ({ name: 'c', data: { i } })))
+    let release!: () => void
+    const gate = new Promise<void>((r) => (release = r))
+    let finished = false
+    const worker = new Worker<{ i: number }, string>('close', async (job) => {
+      if (job.id !== slow!.id) throw new Error('only the first job may start')
+      await gate
+      finished = true
+      return 'done'
+    }, { connectionString: db.url, schema: db.schema, concurrency: 1, batchSize: 4, maintenanceIntervalMs: 0, migrate: false })
+    await waitFor(async () => (await storedJob(db, slow!.id)).state === 'active', 10_000, 'the first job to start')
+    // The other three are claimed (leased, attempt counted) but not started.
+    await waitFor(async () => {
+      const { rows } = await db.pool.query<{ n: number }>(
+        `select count(*)::int as n from "${db.schema}".jobs where id = any($1) and state = 'active'`, [rest.map((j) => j.id)])
+      return rows[0]!.n === 3
+    }, 10_000, 'the rest to be claimed')
+    expect(await backendsOf(worker)).toBe(1)
+
+    let closed = false
+    const closing = worker.close().then(() => (closed = true))
+    await new Promise((r) => setTimeout(r, 300))
+    expect(closed).toBe(false)
+    expect(finished).toBe(false)
+    release()
+    await closing
+    expect(finished).toBe(true)
+
+    const done = await storedJob(db, slow!.id)
+    expect(done).toMatchObject({ state: 'completed', attempts: 1, result: 'done' })
+    for (const j of rest) {
+      expect(await storedJob(db, j.id)).toMatchObject({ state: 'waiting', attempts: 0, lock_token: null, locked_by: null })
+    }
+    expect(await backendsOf(worker)).toBe(0)
+    await queue.close()
+  })
+
+  it('after closeTimeoutMs aborts ctx.signal; a handler that then throws returns its job without counting the attempt', async () => {
+    const queue = new Queue('close-timeout', { connectionString: db.url, schema: db.schema, migrate: false })
+    const job = await queue.add('stuck', {}, { attempts: 1 })
+    let sawAbort = false
+    const worker = new Worker('close-timeout', async (_job, ctx) => {
+      await new Promise<void>((_, reject) => ctx.signal.addEventListener('abort', () => {
+        sawAbort = true
+        reject(ctx.signal.reason as Error)
+      }))
+    }, { connectionString: db.url, schema: db.schema, closeTimeoutMs: 300, maintenanceIntervalMs: 0, migrate: false })
+    await waitFor(async () => (await storedJob(db, job.id)).state === 'active', 10_000, 'the job to start')
+    const t0 = Date.now()
+    await worker.close()
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(300)
+    expect(sawAbort).toBe(true)
+    expect(await storedJob(db, job.id)).toMatchObject({ state: 'waiting', attempts: 0, lock_token: null })
+    await queue.close()
+  })
+})

@@ -1,0 +1,83 @@
+// Wake-ups: a job added to an idle queue starts on NOTIFY, long before the poll; a killed LISTEN connection is replaced and the next job still starts promptly.
+
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { Queue, Worker } from '../src/index.js'
+import { type TestSchema, freshSchema } from './support/schema.js'
+import { waitFor } from './fixtures/worker-helpers.js'
+
+let db: TestSchema
+
+beforeAll(async () => {
+  db = await freshSchema('worker_listen')
+})
+afterAll(async () => {
+  await db.drop()
+})
+
+/** The pid of the worker's LISTEN backend, as the server sees it. */
+async function listenerBackend(worker: { id: string }): Promise<number | undefined> {
+  const { rows } = await db.pool.query<{ pid: number }>(
+    `select pid from pg_stat_activity where application_name = $1`, [`pgonce-listener ${worker.id}`])
+  return rows.length === 1 ? rows[0]!.pid : undefined
+}
+
+describe('Worker wake-ups', () => {
+  it('replaces a killed LISTEN connection; jobs added afterwards start well under pollIntervalMs', async () => {
+    const queue = new Queue('listen', { connectionString: db.url, schema: db.schema, migrate: false })
+    const started = new Map<string, number>()
+    const worker = new Worker('listen', async (job) => {
+      started.set(job.id, Date.now())
+    }, { connectionString: db.url, schema: db.schema, pollIntervalMs: 60_000, maintenanceIntervalMs: 0, migrate: false })
+    const errors: Error[] = []
+    worker.on('error', (err) => errors.push(err))
+    try {
+      await worker.run()
+      // Idle (its last claim was empty): only a NOTIFY can wake it within the test's time.
+      const t0 = Date.now()
+      const first = await queue.add('a', {})
+      await waitFor(() => started.has(first.id), 5_000, 'the first job to start on NOTIFY')
+      expect(started.get(first.id)! - t0).toBeLessThan(2_000)
+
+      const oldPid = await waitFor(() => listenerBackend(worker), 5_000, 'the LISTEN backend')
+      expect(worker.listenerPid).toBe(oldPid)
+      const { rows } = await db.pool.query<{ ok: boolean }>('select pg_terminate_backend($1) as ok', [oldPid])
+      expect(rows[0]!.ok).toBe(true)
+      const newPid = await waitFor(async () => {
+        const pid = await listenerBackend(worker)
+        return pid !== undefined && pid !== oldPid ? pid : undefined
+      }, 10_000, 'a new LISTEN backend')
+      expect(newPid).not.toBe(oldPid)
+      expect(worker.listenerPid).toBe(newPid)
+
+      const t1 = Date.now()
+      const second = await queue.add('b', {})
+      await waitFor(() => started.has(second.id), 5_000, 'the next job to start after the reconnect')
+      expect(started.get(second.id)! - t1).toBeLessThan(2_000)
+      // The dropped connection was handled: no error reached the 'error' event as an exception.
+      expect(errors.filter((e) => !/terminat/i.test(e.message))).toEqual([])
+    } finally {
+      await worker.close()
+      await queue.close()
+    }
+  })
+
+  it('a job added in the same instant the listener is killed still starts (NOTIFY before the kill, or the poll after the reconnect)', async () => {
+    const queue = new Queue('listen-gap', { connectionString: db.url, schema: db.schema, migrate: false })
+    const started = new Set<string>()
+    const worker = new Worker('listen-gap', async (job) => {
+      started.add(job.id)
+    }, { connectionString: db.url, schema: db.schema, pollIntervalMs: 60_000, maintenanceIntervalMs: 0, migrate: false })
+    try {
+      await worker.run()
+      const oldPid = await waitFor(() => listenerBackend(worker), 5_000, 'the LISTEN backend')
+      // Kill the listener and add the job in the same round trip: its NOTIFY reaches no one of ours.
+      const { rows } = await db.pool.query<{ id: string }>(
+        `select pg_terminate_backend($1), (a.job).id from "${db.schema}".add_job(queue => 'listen-gap', name => 'gap') a`, [oldPid])
+      const id = rows[0]!.id
+      await waitFor(() => started.has(id), 10_000, 'the job added during the gap to start')
+    } finally {
+      await worker.close()
+      await queue.close()
+    }
+  })
+})
