@@ -1,6 +1,6 @@
 -- Completes active jobs ($1 ids, $2 lock tokens, $3 results as JSON text), fenced by state and token; in the same
--- statement releases each one's no-TTL dedup key if it still owns it and promotes dependents whose every dependency
--- has completed. children_waiting > 0: a dependent still waits on a parent that looked unfinished (see promote-dependents).
+-- statement releases each one's no-TTL dedup key if it still owns it and promotes (and wakes) dependents whose every
+-- dependency has completed. children_waiting > 0: a dependent still waits on a parent that looked unfinished (see promote-dependents).
 with input as (
   select * from unnest($1::bigint[], $2::uuid[], $3::text[]) as i(id, token, result)
 ), mine as (
@@ -33,8 +33,12 @@ with input as (
       join :PGONCE_SCHEMA.jobs p on p.id = dep.depends_on
       where dep.job_id = c.id and p.state <> 'completed'
         and not exists (select 1 from done d where d.id = p.id))
-  returning c.id
+  returning c.id, c.queue
+), woken as (
+  -- Dependents may belong to other queues, whose workers may be asleep.
+  select pg_notify(:PGONCE_CHANNEL, q.queue) from (select distinct queue from promoted) q
 )
 select d.id, d.token,
-  ((select count(*) from children) - (select count(*) from promoted))::integer as children_waiting
+  ((select count(*) from children) - (select count(*) from promoted))::integer as children_waiting,
+  (select count(*) from woken)::integer as woken
 from done d

@@ -1,0 +1,125 @@
+// runMaintenance: rescues expired leases (attempt counted, failed when none is left), sweeps expired keys and claims, promotes stranded dependents; one runner at a time.
+
+import pg from 'pg'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { Queue, runMaintenance } from '../src/index.js'
+import { sqlFor } from '../src/db/sql-files.js'
+import { type TestSchema, freshSchema } from './support/schema.js'
+import { storedJob } from './fixtures/worker-helpers.js'
+
+let db: TestSchema
+let queue: Queue
+
+beforeAll(async () => {
+  db = await freshSchema('maintenance')
+  queue = new Queue('maint', { connectionString: db.url, schema: db.schema, migrate: false })
+})
+afterAll(async () => {
+  await queue.close()
+  await db.drop()
+})
+
+/** Marks job `id` as claimed `attempts` times by a worker whose lease ran out `agoMs` ago. */
+async function leaseExpired(id: string, attempts: number, agoMs = 1_000): Promise<void> {
+  await db.pool.query(
+    `update "${db.schema}".jobs set state = 'active', attempts = $2, lock_token = gen_random_uuid(), locked_by = 'dead-worker',
+       started_at = now(), locked_until = now() - make_interval(secs => $3 / 1000.0) where id = $1`, [id, attempts, agoMs])
+}
+
+describe('runMaintenance', () => {
+  it('rescues expired leases: back to waiting with the attempt counted, or failed (key released) when none is left', async () => {
+    const retry = await queue.add('r', {}, { attempts: 3 })
+    const last = await queue.add('l', {}, { attempts: 2, deduplication: { id: 'maint-key' } })
+    const alive = await queue.add('a', {}, { attempts: 3 })
+    await leaseExpired(retry.id, 1)
+    await leaseExpired(last.id, 2)
+    await leaseExpired(alive.id, 1, -60_000) // lease still has a minute to run
+
+    const result = await runMaintenance({ connectionString: db.url, schema: db.schema })
+    expect(result).toMatchObject({ rescued: 2, ran: true })
+
+    expect(await storedJob(db, retry.id)).toMatchObject({ state: 'waiting', attempts: 1, lock_token: null, locked_by: null })
+    expect((await storedJob(db, retry.id)).last_error).toMatch(/lease expired: worker dead-worker/)
+    const failed = await storedJob(db, last.id)
+    expect(failed).toMatchObject({ state: 'failed', attempts: 2, lock_token: null })
+    expect(failed.finished_at).not.toBeNull()
+    expect(await queue.getDeduplicationJobId('maint-key')).toBeNull()
+    const { rowCount } = await db.pool.query(`select 1 from "${db.schema}".dedup_keys where key = 'maint-key'`)
+    expect(rowCount).toBe(0)
+    expect((await storedJob(db, alive.id)).state).toBe('active')
+  })
+
+  it('works in bounded batches until done', async () => {
+    const jobs = await queue.addBulk(Array.from({ length: 25 }, (_, i) => ({ name: 'b', data: { i }, opts: { attempts: 2 } })))
+    await db.pool.query(
+      `update "${db.schema}".jobs set state = 'active', attempts = 1, lock_token = gen_random_uuid(), locked_until = now() - interval '1 second'
+       where id = any($1)`, [jobs.map((j) => j.id)])
+    const result = await runMaintenance({ pool: db.pool, schema: db.schema, batchSize: 10 })
+    expect(result.rescued).toBe(25)
+    const { rows } = await db.pool.query<{ n: number }>(`select count(*)::int as n from "${db.schema}".jobs where id = any($1) and state = 'waiting'`, [jobs.map((j) => j.id)])
+    expect(rows[0]!.n).toBe(25)
+  })
+
+  it('deletes expired TTL dedup keys and expired execution claims, keeping live ones', async () => {
+    const job = await queue.add('k', {}, { deduplication: { id: 'ttl-live', ttl: 60_000 } })
+    const old = await queue.add('k', {}, { deduplication: { id: 'ttl-dead', ttl: 60_000 } })
+    await db.pool.query(`update "${db.schema}".dedup_keys set expires_at = now() - interval '1 second' where key = 'ttl-dead'`)
+    await db.pool.query(
+      `insert into "${db.schema}".execution_claims (key, state, token, expires_at) values
+         ('claim-dead', 'running', gen_random_uuid(), now() - interval '1 second'),
+         ('claim-live', 'running', gen_random_uuid(), now() + interval '1 hour'),
+         ('done-forever', 'done', null, null)`)
+    const result = await runMaintenance({ pool: db.pool, schema: db.schema })
+    expect(result).toMatchObject({ expiredKeys: 1, expiredClaims: 1 })
+    const { rows: keys } = await db.pool.query<{ key: string }>(`select key from "${db.schema}".dedup_keys where key like 'ttl-%' order by key`)
+    expect(keys.map((k) => k.key)).toEqual(['ttl-live'])
+    const { rows: claims } = await db.pool.query<{ key: string }>(`select key from "${db.schema}".execution_claims order by key`)
+    expect(claims.map((c) => c.key)).toEqual(['claim-live', 'done-forever'])
+    expect(job.id).not.toBe(old.id)
+  })
+
+  it('runs one at a time: a second runner returns at once while the lock is held', async () => {
+    const holder = new pg.Client({ connectionString: db.url })
+    await holder.connect()
+    try {
+      await holder.query(sqlFor('try-maintenance-lock', db.schema), [db.schema])
+      const job = await queue.add('x', {}, { attempts: 2 })
+      await leaseExpired(job.id, 1)
+      const blocked = await runMaintenance({ pool: db.pool, schema: db.schema })
+      expect(blocked).toEqual({ rescued: 0, expiredKeys: 0, expiredClaims: 0, promoted: 0, ran: false })
+      expect((await storedJob(db, job.id)).state).toBe('active')
+      await holder.query(sqlFor('release-maintenance-lock', db.schema), [db.schema])
+      expect(await runMaintenance({ pool: db.pool, schema: db.schema })).toMatchObject({ rescued: 1, ran: true })
+    } finally {
+      await holder.end()
+    }
+  })
+
+  it('promotes a dependent stranded by two parents completing in concurrent transactions', async () => {
+    const [p1, p2] = await queue.addBulk([{ name: 'p', data: {} }, { name: 'p', data: {} }])
+    const child = await queue.add('c', {}, { dependsOn: [p1!.id, p2!.id] })
+    const { rows: claimed } = await db.pool.query<{ id: string; lock_token: string }>(
+      sqlFor('claim-due-jobs', db.schema), ['maint', 100, 60_000, 'test'])
+    const token = (id: string) => claimed.find((r) => r.id === id)!.lock_token
+    // Each completion runs in its own open transaction: neither sees the other's parent completed.
+    const a = new pg.Client({ connectionString: db.url })
+    const b = new pg.Client({ connectionString: db.url })
+    await Promise.all([a.connect(), b.connect()])
+    try {
+      await a.query('begin')
+      await b.query('begin')
+      const ra = await a.query(sqlFor('complete-jobs', db.schema), [[p1!.id], [token(p1!.id)], [null]])
+      const rb = await b.query(sqlFor('complete-jobs', db.schema), [[p2!.id], [token(p2!.id)], [null]])
+      expect(ra.rows[0].children_waiting).toBe(1)
+      expect(rb.rows[0].children_waiting).toBe(1)
+      await a.query('commit')
+      await b.query('commit')
+    } finally {
+      await Promise.all([a.end(), b.end()])
+    }
+    expect((await storedJob(db, child.id)).state).toBe('waiting-children')
+    const result = await runMaintenance({ pool: db.pool, schema: db.schema })
+    expect(result.promoted).toBe(1)
+    expect((await storedJob(db, child.id)).state).toBe('waiting')
+  })
+})
