@@ -1,21 +1,13 @@
 -- Completes active jobs ($1 ids, $2 lock tokens, $3 results as JSON text), fenced by state and token; in the same
 -- statement releases each one's no-TTL dedup key if it still owns it and promotes (and wakes) dependents whose every
 -- dependency has completed. children_waiting > 0: a dependent still waits on a parent that looked unfinished (see promote-dependents).
-with input as (
-  select * from unnest($1::bigint[], $2::uuid[], $3::text[]) as i(id, token, result)
-), mine as (
-  -- Locked in id order, as heartbeat.sql does, so that the two never deadlock.
-  select j.id, i.token, i.result from :PGONCE_SCHEMA.jobs j join input i on j.id = i.id
-  where j.state = 'active' and j.lock_token = i.token
-  order by j.id
-  for update of j
-), done as (
+with done as (
   update :PGONCE_SCHEMA.jobs j
-  set state = 'completed', result = m.result::jsonb, finished_at = now(),
+  set state = 'completed', result = i.result::jsonb, finished_at = now(),
       lock_token = null, locked_until = null
-  from mine m
-  where j.id = m.id
-  returning j.id, j.queue, j.dedup_key, m.token
+  from unnest($1::bigint[], $2::uuid[], $3::text[]) as i(id, token, result)
+  where j.id = i.id and j.state = 'active' and j.lock_token = i.token
+  returning j.id, j.queue, j.dedup_key, i.token
 ), released as (
   delete from :PGONCE_SCHEMA.dedup_keys k using done d
   where k.queue = d.queue and k.key = d.dedup_key and k.job_id = d.id and k.expires_at is null

@@ -1,18 +1,12 @@
 -- Returns active jobs ($1 ids, $2 lock tokens) to the queue without counting their attempt: due as before ($3 = 0) or in $3 ms; wakes the queues' workers.
-with mine as (
-  select j.id from :PGONCE_SCHEMA.jobs j
-  join unnest($1::bigint[], $2::uuid[]) as i(id, token) on j.id = i.id
-  where j.state = 'active' and j.lock_token = i.token
-  order by j.id
-  for update of j
-), released as (
+with released as (
   update :PGONCE_SCHEMA.jobs j
   set state = case when $3::bigint > 0 then 'delayed' else 'waiting' end,
       run_at = case when $3::bigint > 0 then now() + make_interval(secs => $3::bigint / 1000.0) else j.run_at end,
       attempts = greatest(j.attempts - 1, 0),
       lock_token = null, locked_until = null, locked_by = null, started_at = null
-  from mine m
-  where j.id = m.id
+  from unnest($1::bigint[], $2::uuid[]) as i(id, token)
+  where j.id = i.id and j.state = 'active' and j.lock_token = i.token
   returning j.id, j.queue
 ), woken as (
   select pg_notify(:PGONCE_CHANNEL, q.queue) from (select distinct queue from released) q

@@ -56,6 +56,13 @@ export interface PgRunner {
 }
 
 export class JobStore {
+  /**
+   * Multi-row changes of this worker's active jobs (completion batches, heartbeats,
+   * releases) run one at a time: two of them locking the same rows in different
+   * orders could deadlock. Single-row changes need no turn.
+   */
+  private turn: Promise<unknown> = Promise.resolve()
+
   constructor(
     private readonly pool: PgRunner,
     private readonly schema: string,
@@ -72,8 +79,15 @@ export class JobStore {
     return rows
   }
 
-  /** Completes many jobs in one statement; `runner` lets `ctx.transaction` do it inside the caller's transaction. */
-  async complete(items: readonly Completion[], runner: PgRunner = this.pool): Promise<CompletionOutcome> {
+  /** Runs `fn` after the previous multi-row change has finished. */
+  private inTurn<T>(fn: () => Promise<T>): Promise<T> {
+    const next = this.turn.then(fn, fn)
+    this.turn = next.catch(() => {})
+    return next
+  }
+
+  /** Completes many jobs in one statement; `runner` lets `ctx.transaction` complete its one job inside the caller's transaction. */
+  async complete(items: readonly Completion[], runner?: PgRunner): Promise<CompletionOutcome> {
     const ids: string[] = []
     const tokens: string[] = []
     const results: (string | null)[] = []
@@ -82,9 +96,11 @@ export class JobStore {
       tokens.push(c.token)
       results.push(c.resultJson)
     }
-    const { rows } = await runner.query<{ id: string; token: string; children_waiting: number }>({
-      ...prepared('complete-jobs', this.schema), values: [ids, tokens, results],
-    })
+    const query = { ...prepared('complete-jobs', this.schema), values: [ids, tokens, results] }
+    type Row = { id: string; token: string; children_waiting: number }
+    const { rows } = runner === undefined
+      ? await this.inTurn(() => this.pool.query<Row>(query))
+      : await runner.query<Row>(query)
     const outcome: CompletionOutcome = { completed: new Set(), ids: [], childrenWaiting: false }
     for (const r of rows) {
       outcome.completed.add(r.token)
@@ -112,17 +128,17 @@ export class JobStore {
 
   /** Extends the leases of jobs still held with these tokens; returns the tokens still valid. */
   async heartbeat(ids: string[], tokens: string[]): Promise<Set<string>> {
-    const { rows } = await this.pool.query<{ token: string }>({
+    const { rows } = await this.inTurn(() => this.pool.query<{ token: string }>({
       ...prepared('heartbeat', this.schema), values: [ids, tokens, this.leaseMs],
-    })
+    }))
     return new Set(rows.map((r) => r.token))
   }
 
   /** Puts held jobs back without counting the attempt, due as before (`delayMs` 0) or later; returns how many. */
   async release(ids: string[], tokens: string[], delayMs: number): Promise<number> {
-    const { rows } = await this.pool.query<{ count: number }>({
+    const { rows } = await this.inTurn(() => this.pool.query<{ count: number }>({
       ...prepared('release-jobs', this.schema), values: [ids, tokens, delayMs],
-    })
+    }))
     return rows[0]?.count ?? 0
   }
 
