@@ -105,9 +105,9 @@ export function addJobParams(queue: string, r: AddRequest): unknown[] {
     r.delayMs, r.priority, r.attempts, r.backoff === null ? null : JSON.stringify(r.backoff), r.dependsOn]
 }
 
-/** The JSON text of one add_jobs() item; data is spliced in as already-serialised text. */
-export function bulkItemJson(r: AddRequest): string {
-  const rest: Record<string, unknown> = { name: r.name }
+/** The JSON text of one add_jobs() item at position `at` (1-based) of the caller's list; data is spliced in as already-serialised text. */
+export function bulkItemJson(r: AddRequest, at: number): string {
+  const rest: Record<string, unknown> = { name: r.name, at }
   if (r.jobId !== null) rest.jobId = r.jobId
   if (r.dedupId !== null) {
     rest.dedupId = r.dedupId

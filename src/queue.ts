@@ -2,6 +2,7 @@
 
 import type pg from 'pg'
 import { type AddRequest, type JobOptions, addJobParams, bulkItemJson, toAddRequest } from './add-request.js'
+import { admissionOrder } from './bulk-order.js'
 import { Counters } from './counters.js'
 import type { ConnectionOptions } from './db/connection.js'
 import { openPool } from './db/connection.js'
@@ -49,6 +50,19 @@ const ADD_OPTION_KEYS = ['jobId', 'deduplication', 'delay', 'priority', 'attempt
 const BULK_ITEM_KEYS = ['name', 'data', 'opts'] as const
 
 type AdmissionRow = JobRow & { outcome: AddOutcome | null; error: string | null; ordinal?: number }
+
+/** A plain bulk item's row comes back lean (id, queue, state, run_at, created_at): the rest is what the caller sent. */
+function leanRow(row: AdmissionRow, req: AddRequest): AdmissionRow {
+  return {
+    ...row,
+    name: req.name,
+    data: JSON.parse(req.dataJson) as unknown,
+    priority: req.priority ?? 0,
+    attempts: 0,
+    max_attempts: req.attempts ?? 1,
+    backoff: req.backoff,
+  }
+}
 
 export class Queue<Data = unknown> implements JobOwner {
   readonly name: string
@@ -99,15 +113,16 @@ export class Queue<Data = unknown> implements JobOwner {
       const it = checkOptions<BulkItem<Data>>(item, `items[${i}]`, BULK_ITEM_KEYS)
       return toAddRequest(it.name, it.data, it.opts, `items[${i}]`, this.maxDataBytes)
     })
-    if (reqs.length === 0) return []
     const execute = await this.executor(tx, 'options.tx')
-    const rows = await execute<AdmissionRow>(sqlFor('add-jobs', this.schema), [this.name, `[${reqs.map(bulkItemJson).join(',')}]`])
+    if (reqs.length === 0) return []
+    const batch = admissionOrder(reqs).map((i) => bulkItemJson(reqs[i] as AddRequest, i + 1))
+    const rows = await execute<AdmissionRow>(sqlFor('add-jobs', this.schema), [this.name, `[${batch.join(',')}]`])
     const rejected = rows.find((r) => r.error !== null)
     if (rejected) {
       const index = (rejected.ordinal as number) - 1
       this.answer(rejected, reqs[index] as AddRequest, `items[${index}]`)
     }
-    return rows.map((row, i) => this.answer(row, reqs[i] as AddRequest))
+    return rows.map((row, i) => this.answer(row.name === null ? leanRow(row, reqs[i] as AddRequest) : row, reqs[i] as AddRequest))
   }
 
   /** A job by its internal id, or null. */

@@ -50,6 +50,19 @@ describe('addBulk applies the key rules item by item, in input order', () => {
     expect(await t.jobsWithKey(z)).toHaveLength(1)
   })
 
+  it('items sharing a jobId under different keys are answered in input order', async () => {
+    const j = newKey('shared-job-id')
+    const z = newKey('z-key')
+    const a = newKey('a-key')
+    const withJobId = (v: string, id: string): BulkItem<Payload> =>
+      ({ name: 'push', data: { v }, opts: { jobId: j, deduplication: { id, ttl: TTL } } })
+    const jobs = await queue.addBulk([withJobId('first', z), withJobId('second', a), { name: 'push', data: { v: 'third' }, opts: { jobId: j } }])
+    expect(jobs.map((x) => x.outcome)).toEqual(['added', 'duplicate-job-id', 'duplicate-job-id'])
+    expect(jobs.map((x) => x.data.v)).toEqual(['first', 'first', 'first'])
+    expect(await t.keyOwner(z)).toBe(jobs[0]?.id)
+    expect(await t.keyOwner(a)).toBeUndefined()
+  })
+
   it('a key held before the batch answers its items like single adds', async () => {
     const key = newKey('held-before')
     const owner = await queue.add('push', { v: 'owner' }, { deduplication: { id: key, ttl: TTL } })
