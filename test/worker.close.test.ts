@@ -21,7 +21,7 @@ async function backendsOf(worker: { id: string }): Promise<number> {
 }
 
 describe('Worker.close()', () => {
-  it('waits for the in-flight handler, records its completion, and releases the buffered jobs untouched', async () => {
+  it('waits for the in-flight handler, records its completion, and returns the job claimed ahead without counting its attempt', async () => {
     const queue = new Queue('close', { connectionString: db.url, schema: db.schema, migrate: false })
     const [slow, ...rest] = await queue.addBulk([0, 1, 2, 3].map((i) => ({ name: 'c', data: { i } })))
     let release!: () => void
@@ -34,12 +34,12 @@ describe('Worker.close()', () => {
       return 'done'
     }, { connectionString: db.url, schema: db.schema, concurrency: 1, batchSize: 4, maintenanceIntervalMs: 0, migrate: false })
     await waitFor(async () => (await storedJob(db, slow!.id)).state === 'active', 10_000, 'the first job to start')
-    // The other three are claimed (leased, attempt counted) but not started.
-    await waitFor(async () => {
-      const { rows } = await db.pool.query<{ n: number }>(
-        `select count(*)::int as n from "${db.schema}".jobs where id = any($1) and state = 'active'`, [rest.map((j) => j.id)])
-      return rows[0]!.n === 3
-    }, 10_000, 'the rest to be claimed')
+    // One more is claimed ahead (leased, attempt counted) but cannot start while the only slot is busy.
+    const ahead = await waitFor(async () => {
+      const { rows } = await db.pool.query<{ id: string }>(
+        `select id from "${db.schema}".jobs where id = any($1) and state = 'active' and attempts = 1`, [rest.map((j) => j.id)])
+      return rows.length === 1 ? rows[0]!.id : undefined
+    }, 10_000, 'the next job to be claimed ahead')
     expect(await backendsOf(worker)).toBe(1)
 
     let closed = false
@@ -53,6 +53,8 @@ describe('Worker.close()', () => {
 
     const done = await storedJob(db, slow!.id)
     expect(done).toMatchObject({ state: 'completed', attempts: 1, result: 'done' })
+    // The job claimed ahead went back untouched, as if never claimed; the others were never claimed.
+    expect(await storedJob(db, ahead)).toMatchObject({ state: 'waiting', attempts: 0, lock_token: null, locked_by: null, started_at: null })
     for (const j of rest) {
       expect(await storedJob(db, j.id)).toMatchObject({ state: 'waiting', attempts: 0, lock_token: null, locked_by: null })
     }

@@ -11,10 +11,10 @@ export interface WorkerOptions extends ConnectionOptions {
   /** Handlers running at once. (Default: 1) */
   concurrency?: number
   /**
-   * Most jobs claimed by one statement. The worker claims the next batch when
-   * fewer than half of this are left in its local buffer, so up to
-   * `concurrency + batchSize` jobs can be held (leased) at once: raise it for
-   * many short jobs, keep it small for long ones. (Default: `concurrency`)
+   * Most jobs claimed by one statement. Each claim takes the free slots plus a
+   * prefetch sized to the pace of the handlers (two claim round trips' worth), so
+   * fast jobs are claimed in large batches and slow ones about one ahead; at most
+   * `concurrency + batchSize` jobs are held (leased) at once. (Default: 500)
    */
   batchSize?: number
   /** How long a claimed job is reserved for this worker without a heartbeat, in ms. (Default: 30000) */
@@ -75,7 +75,7 @@ export function resolveWorkerOptions(options: unknown): { resolved: ResolvedWork
   const resolved: ResolvedWorkerOptions = {
     schema: checkSchema(o.schema, 'options.schema'),
     concurrency,
-    batchSize: int('batchSize', concurrency, 1, 10_000),
+    batchSize: int('batchSize', 500, 1, 10_000),
     leaseMs,
     heartbeatMs: int('heartbeatMs', Math.min(Math.floor(leaseMs / 3), MAX_TIMER_MS), 50, Math.min(leaseMs - 1, MAX_TIMER_MS)),
     pollIntervalMs: int('pollIntervalMs', 2_000, 10, MAX_TIMER_MS),

@@ -20,6 +20,7 @@ import { type ContextServices, HeldJob, type JobContext, resultJson } from './co
 import { Fifo } from './fifo.js'
 import { type ClaimedRow, JobStore, claimedToJobRow } from './job-store.js'
 import { Notifier } from './notifier.js'
+import { Pace } from './pace.js'
 import { type ResolvedWorkerOptions, type WorkerOptions, resolveWorkerOptions } from './options.js'
 import { RetryLaterError } from './retry-later.js'
 
@@ -81,6 +82,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
   private sleeping = false
   private wokenDuringClaim = false
   private claimRetryMs = 100
+  private readonly pace = new Pace()
   private beating = false
   private maintaining: Promise<void> | null = null
   private started: Promise<void> | undefined
@@ -199,16 +201,25 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
     this.maybeClaim()
   }
 
+  /**
+   * Claims when the free slots plus the prefetch (see Pace) exceed what is buffered,
+   * at most `batchSize` per statement and `concurrency + batchSize` held in all.
+   */
   private maybeClaim(): void {
     if (this.state !== 'running' || this.claiming !== null || this.sleeping) return
     const { batchSize, concurrency } = this.opts
     const buffered = this.buffer.length
-    if (buffered > batchSize / 2) return
-    const want = Math.min(batchSize, concurrency + batchSize - this.running - buffered)
+    const free = Math.max(0, concurrency - this.running)
+    const want = Math.min(batchSize, free + this.pace.prefetch(batchSize) - buffered, concurrency + batchSize - this.running - buffered)
     if (want <= 0) return
     this.wokenDuringClaim = false
+    const busy = this.running > 0 || buffered > 0
+    const sent = performance.now()
     this.claiming = this.store.claim(want).then(
-      (rows) => this.claimed(rows),
+      (rows) => {
+        this.pace.claimReturned(performance.now() - sent, busy)
+        this.claimed(rows)
+      },
       (err: Error) => this.claimFailed(err),
     )
   }
@@ -284,6 +295,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
   private handlerDone(h: HeldJob<Data>): void {
     h.phase = 'settling'
     this.running--
+    this.pace.jobFinished()
     this.pump()
   }
 

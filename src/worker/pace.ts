@@ -1,0 +1,39 @@
+// How many jobs to claim ahead: enough to cover two claim round trips at the pace handlers are finishing.
+
+const SMOOTHING = 0.5
+
+/**
+ * Tracks the handlers' finishing rate and the claim latency (moving averages).
+ * Prefetch = rate × latency × 2: fast jobs get large batches, so the buffer never
+ * runs dry while a claim is in flight; slow jobs get one job ahead, so that
+ * a worker does not sit on work that an idle peer could start.
+ */
+export class Pace {
+  private jobsPerMs = 0
+  private claimMs = 0
+  private finished = 0
+  private since = performance.now()
+
+  /** A handler returned or threw. */
+  jobFinished(): void {
+    this.finished++
+  }
+
+  /** A claim came back after `latencyMs`; `busy` is false when the worker was idle (the rate then says nothing). */
+  claimReturned(latencyMs: number, busy: boolean): void {
+    const now = performance.now()
+    this.claimMs = this.claimMs === 0 ? latencyMs : SMOOTHING * latencyMs + (1 - SMOOTHING) * this.claimMs
+    const elapsed = now - this.since
+    if (busy && elapsed > 0) {
+      const rate = this.finished / elapsed
+      this.jobsPerMs = this.jobsPerMs === 0 ? rate : SMOOTHING * rate + (1 - SMOOTHING) * this.jobsPerMs
+    }
+    this.finished = 0
+    this.since = now
+  }
+
+  /** Jobs worth holding beyond the free slots: at least one, at most `max`. */
+  prefetch(max: number): number {
+    return Math.min(max, Math.max(1, Math.ceil(this.jobsPerMs * this.claimMs * 2)))
+  }
+}
