@@ -1,0 +1,72 @@
+// Worker options are checked before any I/O; errors outside handlers never crash the process (logged without an 'error' listener).
+
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { type Logger, ValidationError, Worker } from '../src/index.js'
+import { type TestSchema, freshSchema } from './support/schema.js'
+import { waitFor } from './fixtures/worker-helpers.js'
+
+let db: TestSchema
+
+beforeAll(async () => {
+  db = await freshSchema('worker_errors')
+})
+afterAll(async () => {
+  await db.drop()
+})
+
+function capturingLogger(errors: string[]): Logger {
+  const noop = () => {}
+  const logger: Logger = {
+    debug: noop, info: noop, warn: noop,
+    error: (obj, msg) => errors.push(`${msg ?? ''} ${String((obj as { err?: Error }).err?.message ?? '')}`),
+    child: () => logger,
+  }
+  return logger
+}
+
+describe('Worker input checks', () => {
+  it.each([
+    [{ connectionString: 'postgres://x', concurrency: 0 }, 'OUT_OF_RANGE', 'options.concurrency'],
+    [{ connectionString: 'postgres://x', concurrency: 1.5 }, 'NOT_INTEGER', 'options.concurrency'],
+    [{ connectionString: 'postgres://x', leaseMs: 1000, heartbeatMs: 1000 }, 'OUT_OF_RANGE', 'options.heartbeatMs'],
+    [{ connectionString: 'postgres://x', batchsize: 10 }, 'UNKNOWN_OPTION', 'options.batchsize'],
+    [{ connectionString: 'postgres://x', schema: 'Bad-Schema' }, 'INVALID_IDENTIFIER', 'options.schema'],
+    [{ connectionString: 'postgres://x', autorun: 'yes' }, 'INVALID_TYPE', 'options.autorun'],
+    [{}, 'CONFLICTING_OPTIONS', 'connectionString'],
+  ])('rejects %o with %s on %s', (options, code, field) => {
+    const make = () => new Worker('q', async () => {}, options as never)
+    expect(make).toThrow(ValidationError)
+    expect(make).toThrow(expect.objectContaining({ code, field }))
+  })
+
+  it('rejects a bad queue name and a handler that is not a function', () => {
+    expect(() => new Worker('bad queue', async () => {}, { connectionString: 'postgres://x' })).toThrow(expect.objectContaining({ code: 'INVALID_IDENTIFIER' }))
+    expect(() => new Worker('q', 'nope' as never, { connectionString: 'postgres://x' })).toThrow(expect.objectContaining({ code: 'INVALID_TYPE', field: 'handler' }))
+  })
+})
+
+describe('errors outside handlers', () => {
+  it('are logged, not thrown, when nobody listens for "error"; the worker keeps trying and closes cleanly', async () => {
+    const errors: string[] = []
+    // A schema that does not exist: every claim fails.
+    const worker = new Worker('q', async () => {}, {
+      connectionString: db.url, schema: `${db.schema}_missing`, migrate: false, maintenanceIntervalMs: 0, pollIntervalMs: 50, logger: capturingLogger(errors),
+    })
+    await worker.run()
+    await waitFor(() => errors.length >= 2, 10_000, 'two failed claims to be logged')
+    expect(errors[0]).toMatch(/does not exist/)
+    await worker.close()
+  })
+
+  it('are emitted as "error" events when someone listens', async () => {
+    const seen: Error[] = []
+    const worker = new Worker('q', async () => {}, {
+      connectionString: db.url, schema: `${db.schema}_missing`, migrate: false, maintenanceIntervalMs: 0, pollIntervalMs: 50, autorun: false,
+    })
+    worker.on('error', (err) => seen.push(err))
+    await worker.run()
+    await waitFor(() => seen.length >= 1, 10_000, 'an error event')
+    expect(seen[0]!.message).toMatch(/does not exist/)
+    await worker.close()
+  })
+})
