@@ -1,5 +1,6 @@
 // Wake-ups: a job added to an idle queue starts on NOTIFY, long before the poll; a killed LISTEN connection is replaced and the next job still starts promptly.
 
+import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { Queue, Worker } from '../src/index.js'
 import { type TestSchema, freshSchema } from './support/schema.js'
@@ -76,6 +77,31 @@ describe('Worker wake-ups', () => {
       const id = rows[0]!.id
       await waitFor(() => started.has(id), 10_000, 'the job added during the gap to start')
     } finally {
+      await worker.close()
+      await queue.close()
+    }
+  })
+
+  it("a job added inside the caller's transaction wakes the worker on commit, not before", async () => {
+    const queue = new Queue('listen-tx', { connectionString: db.url, schema: db.schema, migrate: false })
+    const started = new Map<string, number>()
+    const worker = new Worker('listen-tx', async (job) => {
+      started.set(job.id, Date.now())
+    }, { connectionString: db.url, schema: db.schema, pollIntervalMs: 60_000, maintenanceIntervalMs: 0, migrate: false })
+    const client = new pg.Client({ connectionString: db.url })
+    await client.connect()
+    try {
+      await worker.run()
+      await client.query('begin')
+      const job = await queue.add('in-tx', {}, { tx: client })
+      await new Promise((r) => setTimeout(r, 300))
+      expect(started.has(job.id)).toBe(false)
+      const committedAt = Date.now()
+      await client.query('commit')
+      await waitFor(() => started.has(job.id), 5_000, 'the committed job to start')
+      expect(started.get(job.id)! - committedAt).toBeLessThan(2_000)
+    } finally {
+      await client.end()
       await worker.close()
       await queue.close()
     }

@@ -1,5 +1,6 @@
 // Scheduling: a delayed job never starts before its run_at (database clock) yet starts soon after; due jobs start by priority, then age.
 
+import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { Queue, Worker } from '../src/index.js'
 import { type TestSchema, freshSchema } from './support/schema.js'
@@ -55,6 +56,29 @@ describe('Worker scheduling', () => {
     } finally {
       await worker.close()
       await queue.close()
+    }
+  })
+
+  it('sleeps while idle: an empty queue costs one claim per poll, not a busy loop', async () => {
+    const pool = new pg.Pool({ connectionString: db.url, max: 4 })
+    const statements: string[] = []
+    const query = pool.query.bind(pool) as (...args: unknown[]) => Promise<unknown>
+    ;(pool as unknown as { query: (...args: unknown[]) => Promise<unknown> }).query = (config: unknown, ...rest: unknown[]) => {
+      const text = typeof config === 'string' ? config : (config as { text: string }).text
+      statements.push(text.split('\n')[0]!)
+      return query(config, ...rest)
+    }
+    const worker = new Worker('idle', async () => {}, { pool, schema: db.schema, pollIntervalMs: 500, maintenanceIntervalMs: 0, migrate: false })
+    try {
+      await worker.run()
+      await new Promise((r) => setTimeout(r, 1_600))
+      const claims = statements.filter((t) => t.startsWith('-- Claims')).length
+      // The first claim, then one per 500 ms poll: about 4, never hundreds.
+      expect(claims).toBeGreaterThanOrEqual(2)
+      expect(claims).toBeLessThanOrEqual(6)
+    } finally {
+      await worker.close()
+      await pool.end()
     }
   })
 })
