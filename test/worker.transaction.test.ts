@@ -30,8 +30,9 @@ async function userRows(jobId: string): Promise<string[]> {
 describe('ctx.transaction', () => {
   it('commits the handler write and the completion together', async () => {
     const job = await queue.add('ok', { n: 1 })
-    const worker = new Worker<{ n: number }>('tx', async (j, ctx) => {
-      return ctx.transaction(async (tx) => {
+    // Destructured: the ctx methods do not depend on `this`.
+    const worker = new Worker<{ n: number }>('tx', async (j, { transaction }) => {
+      return transaction(async (tx) => {
         await tx.query(`insert into "${db.schema}".user_rows values ($1, 'written')`, [j.id])
         // Inside the transaction the job is still active: nothing is visible outside before commit.
         const outside = await db.pool.query(`select 1 from "${db.schema}".user_rows where job_id = $1`, [j.id])

@@ -102,7 +102,25 @@ export class HeldJob<Data> implements JobContext {
     this.controller?.abort(reason)
   }
 
-  async transaction<T>(fn: (tx: pg.PoolClient) => Promise<T>): Promise<T> {
+  // The ctx methods are getters returning arrow functions, so that `const { transaction } = ctx` works;
+  // nothing is allocated for a handler that does not use them.
+  get transaction(): JobContext['transaction'] {
+    return (fn) => this.inTransaction(fn)
+  }
+
+  get runOnce(): JobContext['runOnce'] {
+    return (key, work, opts) => this.runOnceOrRetryLater(key, work, opts)
+  }
+
+  get effect(): JobContext['effect'] {
+    return (key, fn) => this.inTransaction(async (tx) => {
+      if (!(await this.services.effects.record(tx, key))) return 'duplicate-done' as const
+      await fn(tx)
+      return 'ran' as const
+    })
+  }
+
+  private async inTransaction<T>(fn: (tx: pg.PoolClient) => Promise<T>): Promise<T> {
     if (this.completion !== null) throw new Error(`pgonce: job ${this.id} was already completed by ctx.transaction; call it once per job`)
     if (this.lost) throw new LeaseLostError(this.id)
     const { pool, store, logger } = this.services
@@ -133,18 +151,10 @@ export class HeldJob<Data> implements JobContext {
     }
   }
 
-  async runOnce(key: string, work: () => unknown, opts?: RunOnceOptions): Promise<'ran' | 'duplicate-done'> {
+  private async runOnceOrRetryLater(key: string, work: () => unknown, opts?: RunOnceOptions): Promise<'ran' | 'duplicate-done'> {
     const outcome = await this.services.effects.runOnce(key, work, opts)
     if (outcome !== 'duplicate-running') return outcome
     this.retryLaterMs = this.services.retryLaterMs
     throw new RetryLaterError(this.services.retryLaterMs, `pgonce: '${key}' is running elsewhere; job ${this.id} retries later`)
-  }
-
-  effect(key: string, fn: (tx: pg.PoolClient) => Promise<unknown>): Promise<'ran' | 'duplicate-done'> {
-    return this.transaction(async (tx) => {
-      if (!(await this.services.effects.record(tx, key))) return 'duplicate-done' as const
-      await fn(tx)
-      return 'ran' as const
-    })
   }
 }
