@@ -1,5 +1,6 @@
 // Retries: attempts and backoff (fixed, exponential) by the database clock, the failed set keeping error and stack, and queue.retryJob.
 
+import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { Queue, RetryJobError, Worker } from '../src/index.js'
 import { type TestSchema, freshSchema } from './support/schema.js'
@@ -116,5 +117,26 @@ describe('Worker retries', () => {
     expect(err).toMatchObject({ code: 'JOB_ID_LIVE', jobId: job.id })
     expect((await storedJob(db, job.id)).state).toBe('failed')
     await expect(queue.retryJob('999999999')).rejects.toMatchObject({ code: 'NOT_FOUND' })
+  })
+
+  it('retryJob racing a new generation of its jobId answers JOB_ID_LIVE, never an escaped unique violation (23505)', async () => {
+    const job = await queue.add('race', { n: 6 }, { jobId: 'retry-race', attempts: 1 })
+    await db.pool.query(`update "${db.schema}".jobs set state = 'failed', finished_at = now() where id = $1`, [job.id])
+    // A new generation, inserted but not yet committed: invisible to retryJob's check, it blocks its update on the unique index.
+    const other = new pg.Client({ connectionString: db.url })
+    await other.connect()
+    try {
+      await other.query('begin')
+      await other.query(`select * from "${db.schema}".add_job(queue => 'retry', name => 'race', job_id => 'retry-race', delay_ms => 60000)`)
+      const retrying = queue.retryJob(job.id).catch((e: unknown) => e)
+      await new Promise((r) => setTimeout(r, 300))
+      await other.query('commit')
+      const err = await retrying
+      expect(err).toBeInstanceOf(RetryJobError)
+      expect(err).toMatchObject({ code: 'JOB_ID_LIVE', jobId: job.id })
+      expect((await storedJob(db, job.id)).state).toBe('failed')
+    } finally {
+      await other.end()
+    }
   })
 })
