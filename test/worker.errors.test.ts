@@ -69,4 +69,14 @@ describe('errors outside handlers', () => {
     expect(seen[0]!.message).toMatch(/does not exist/)
     await worker.close()
   })
+
+  it('an unreachable database at start is retried and reported, never thrown; close() still ends it', async () => {
+    const errors: string[] = []
+    const worker = new Worker('q', async () => {}, {
+      connectionString: 'postgres://postgres@127.0.0.1:1/none', maintenanceIntervalMs: 0, logger: capturingLogger(errors),
+    })
+    await waitFor(() => errors.length >= 2, 10_000, 'two failed starts to be logged')
+    expect(errors[0]).toMatch(/ECONNREFUSED/)
+    await worker.close()
+  })
 })

@@ -43,7 +43,7 @@ type State = 'idle' | 'starting' | 'running' | 'closing' | 'closed'
 const MAX_COMPLETION_BATCH = 2_000
 /** Shortest pause before claiming again after an empty claim that found due work locked by others. */
 const MIN_REWAKE_MS = 5
-/** Longest pause before claiming again after a failed claim. */
+/** Longest pause before claiming (or migrating) again after a failure. */
 const MAX_CLAIM_RETRY_MS = 5_000
 
 /**
@@ -159,7 +159,8 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
   private async start(): Promise<void> {
     if (this.state !== 'idle') return
     this.state = 'starting'
-    if (this.opts.migrate) await migrate({ pool: this.pool, schema: this.schema, logger: this.opts.logger })
+    if (this.opts.migrate) await this.migrateUntilDone()
+    if (this.state !== 'starting') return
     // LISTEN before the first claim, so that nothing added in between goes unnoticed.
     await this.notifier.start()
     if (this.state !== 'starting') return
@@ -172,6 +173,19 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
     }
     this.logger.info({ concurrency: this.opts.concurrency, batchSize: this.opts.batchSize }, 'pgonce: worker started')
     this.wake()
+  }
+
+  /** Migrates, retrying with backoff while the database is unreachable (each failure reported), until done or closed. */
+  private async migrateUntilDone(): Promise<void> {
+    for (let retryMs = 100; this.state === 'starting'; retryMs = Math.min(retryMs * 2, MAX_CLAIM_RETRY_MS)) {
+      try {
+        await migrate({ pool: this.pool, schema: this.schema, logger: this.opts.logger })
+        return
+      } catch (err) {
+        this.reportError(err as Error)
+        await new Promise((resolve) => setTimeout(resolve, retryMs))
+      }
+    }
   }
 
   // ---- fetching ----------------------------------------------------------
