@@ -1,0 +1,77 @@
+// Workload sizes (issue 6 defaults, scaled by BENCH_SCALE) and run settings, read from the environment.
+
+export interface Sizes {
+  /** W1: sequential awaited adds. */
+  w1Adds: number
+  /** W2: adds from `producers` concurrent producers. */
+  w2Adds: number
+  /** W3: jobs added in bulk batches of `bulkBatch`. */
+  w3Jobs: number
+  /** W4: queued no-op jobs drained with concurrency 16. */
+  w4Jobs: number
+  /** W5: dedup adds over `w5Keys` keys from `producers` producers. */
+  w5Adds: number
+  w5Keys: number
+  /** W6: enqueue-to-handler-start samples (after `warmup` discarded ones). */
+  w6Samples: number
+  /** W7: duplicate-add samples (after `warmup` discarded ones). */
+  w7Samples: number
+  /** W8: jobs queued before processing starts; 0 skips W8. */
+  w8Queued: number
+  /** W8: jobs processed (from the head of that backlog) to measure throughput. */
+  w8Window: number
+  producers: number
+  bulkBatch: number
+  warmup: number
+}
+
+export interface RunSettings {
+  sizes: Sizes
+  scale: number
+  /** System ids to run (BENCH_SYSTEMS, comma-separated), all by default. */
+  systems: string[] | null
+  /** Seconds per pgbench measurement; 0 skips them. */
+  pgbenchSeconds: number
+  redisUrl: string
+}
+
+function numberFrom(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
+  const raw = env[name]
+  if (raw === undefined || raw.trim() === '') return fallback
+  const value = Number(raw)
+  if (!Number.isFinite(value) || value < 0) throw new Error(`${name} must be a non-negative number, got ${JSON.stringify(raw)}`)
+  return value
+}
+
+const scaled = (n: number, scale: number, min = 1): number => Math.max(min, Math.round(n * scale))
+
+export function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): RunSettings {
+  const scale = numberFrom(env, 'BENCH_SCALE', 1)
+  if (scale === 0) throw new Error('BENCH_SCALE must be above 0')
+  const w8Scale = numberFrom(env, 'BENCH_W8_SCALE', scale)
+  const w5Keys = scaled(1000, scale, 10)
+  const w8Queued = Math.round(1_000_000 * w8Scale)
+  const sizes: Sizes = {
+    w1Adds: scaled(5000, scale),
+    w2Adds: scaled(10_000, scale),
+    w3Jobs: scaled(50_000, scale, 1000),
+    w4Jobs: numberFrom(env, 'BENCH_W4_JOBS', scaled(20_000, scale, 1000)),
+    w5Adds: w5Keys * 10,
+    w5Keys,
+    w6Samples: scaled(500, scale, 50),
+    w7Samples: scaled(2000, scale, 100),
+    w8Queued,
+    w8Window: Math.min(w8Queued, numberFrom(env, 'BENCH_W8_WINDOW', scaled(50_000, scale, 1000))),
+    producers: 16,
+    bulkBatch: 1000,
+    warmup: 20,
+  }
+  const systems = env.BENCH_SYSTEMS?.trim() ? env.BENCH_SYSTEMS.split(',').map((s) => s.trim()).filter(Boolean) : null
+  return {
+    sizes,
+    scale,
+    systems,
+    pgbenchSeconds: numberFrom(env, 'BENCH_PGBENCH_SECONDS', 10),
+    redisUrl: env.BENCH_REDIS_URL ?? env.REDIS_URL ?? 'redis://127.0.0.1:6379',
+  }
+}
