@@ -1,9 +1,9 @@
 // Worker options are checked before any I/O; errors outside handlers never crash the process (logged without an 'error' listener).
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { type Logger, ValidationError, Worker } from '../src/index.js'
+import { type Logger, Queue, ValidationError, Worker } from '../src/index.js'
 import { type TestSchema, freshSchema } from './support/schema.js'
-import { waitFor } from './fixtures/worker-helpers.js'
+import { storedJob, waitFor, waitForState } from './fixtures/worker-helpers.js'
 
 let db: TestSchema
 
@@ -78,5 +78,22 @@ describe('errors outside handlers', () => {
     await waitFor(() => errors.length >= 2, 10_000, 'two failed starts to be logged')
     expect(errors[0]).toMatch(/ECONNREFUSED/)
     await worker.close()
+  })
+
+  it('a handler result the database refuses is stored as null, without holding back the jobs completed with it', async () => {
+    const queue = new Queue<{ i: number }>('results', { connectionString: db.url, schema: db.schema, migrate: false })
+    const jobs = await queue.addBulk([0, 1, 2, 3].map((i) => ({ name: 'r', data: { i } })))
+    const worker = new Worker<{ i: number }>('results', async (job) => {
+      // A lone surrogate: JSON.stringify writes it as an escape that jsonb rejects.
+      return job.data.i === 2 ? { text: '\ud800' } : { i: job.data.i }
+    }, { connectionString: db.url, schema: db.schema, concurrency: 4, maintenanceIntervalMs: 0, migrate: false })
+    try {
+      for (const job of jobs) await waitForState(db, job.id, 'completed')
+      const results = await Promise.all(jobs.map(async (j) => (await storedJob(db, j.id)).result))
+      expect(results).toEqual([{ i: 0 }, { i: 1 }, null, { i: 3 }])
+    } finally {
+      await worker.close()
+      await queue.close()
+    }
   })
 })

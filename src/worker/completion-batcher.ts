@@ -59,12 +59,40 @@ export class CompletionBatcher {
         if (outcome.childrenWaiting) await this.promoteAfterCommit(outcome.ids)
       } catch (err) {
         if (this.stopped) break
+        if (isDataError(err) && batch.length > 0) {
+          // One result the database refuses (e.g. a lone surrogate in a string) must not hold back the others.
+          await this.completeOneByOne(batch)
+          this.pending.splice(0, batch.length)
+          continue
+        }
         this.onError(err as Error)
         await new Promise((resolve) => setTimeout(resolve, retryMs))
         retryMs = Math.min(retryMs * 2, MAX_RETRY_MS)
       }
     }
     this.scheduled = false
+  }
+
+  private async completeOneByOne(batch: Pending[]): Promise<void> {
+    for (const p of batch) {
+      let completion = p.completion
+      for (;;) {
+        try {
+          const outcome = await this.store.complete([completion])
+          p.settle(outcome.completed.has(completion.token))
+          if (outcome.childrenWaiting) await this.promoteAfterCommit(outcome.ids)
+          break
+        } catch (err) {
+          if (!isDataError(err) || completion.resultJson === null) {
+            this.onError(err as Error)
+            p.settle(false)
+            break
+          }
+          this.logger.warn({ err, jobId: completion.id }, 'pgonce: the database refused the handler result; stored as null')
+          completion = { ...completion, resultJson: null }
+        }
+      }
+    }
   }
 
   /**
@@ -79,4 +107,10 @@ export class CompletionBatcher {
       this.logger.warn({ err }, 'pgonce: promoting dependents failed; housekeeping will')
     }
   }
+}
+
+/** SQLSTATE class 22: the data, not the connection, is at fault; retrying the same statement cannot help. */
+function isDataError(err: unknown): boolean {
+  const code = (err as { code?: unknown }).code
+  return typeof code === 'string' && code.startsWith('22')
 }
