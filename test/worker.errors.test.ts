@@ -96,4 +96,19 @@ describe('errors outside handlers', () => {
       await queue.close()
     }
   })
+
+  it('an error message with a NUL character is stored (as \\0), so the attempt is still recorded', async () => {
+    const queue = new Queue('nul', { connectionString: db.url, schema: db.schema, migrate: false })
+    const job = await queue.add('n', {}, { attempts: 1 })
+    const worker = new Worker('nul', async () => {
+      throw new Error('bad\u0000byte')
+    }, { connectionString: db.url, schema: db.schema, maintenanceIntervalMs: 0, migrate: false })
+    try {
+      const row = await waitForState(db, job.id, 'failed')
+      expect(row.last_error).toBe('bad\\0byte')
+    } finally {
+      await worker.close()
+      await queue.close()
+    }
+  })
 })

@@ -339,7 +339,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
     if (h.abandoned) return this.releaseLater(h, 0)
     if (h.lost) return this.leaseLost(h, 'its handler threw')
     const delayMs = retryDelayMs(h.job.backoff, h.job.attempts)
-    const row = await this.store.fail(h.id, h.token, err.message || String(err), err.stack ?? null, delayMs)
+    const row = await this.store.fail(h.id, h.token, storableText(err.message || String(err)), err.stack === undefined ? null : storableText(err.stack), delayMs)
     if (row === null) return this.leaseLost(h, 'its handler threw')
     this.logger.debug({ jobId: h.id, state: row.state, err }, 'pgonce: attempt failed')
     if (row.state === 'delayed') this.wakeIn(delayMs)
@@ -471,6 +471,11 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
     if (this.listenerCount('error') > 0) this.emit('error', err)
     else this.logger.error({ err }, 'pgonce: worker error')
   }
+}
+
+/** Postgres text cannot hold NUL characters. */
+function storableText(text: string): string {
+  return text.includes('\u0000') ? text.replaceAll('\u0000', '\\0') : text
 }
 
 function toError(value: unknown): Error {
