@@ -110,7 +110,14 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
     this.batcher = new CompletionBatcher(this.store, MAX_COMPLETION_BATCH, (err) => this.reportError(err), this.logger)
     this.effects = new Effects({ pool, schema: this.schema, logger: resolved.logger, migrate: false })
     this.services = { pool, store: this.store, effects: this.effects, retryLaterMs: resolved.retryLaterMs, logger: this.logger }
-    const listenConfig = { ...(pool as unknown as { options: pg.ClientConfig }).options, application_name: `pgonce-listener ${this.id}` }
+    // The pool's own settings, plus keepalives so that a silently dropped LISTEN connection is noticed, and a connect timeout.
+    const listenConfig: pg.ClientConfig = {
+      connectionTimeoutMillis: 10_000,
+      ...(pool as unknown as { options: pg.ClientConfig }).options,
+      application_name: `pgonce-listener ${this.id}`,
+      keepAlive: true,
+      keepAliveInitialDelayMillis: 10_000,
+    }
     this.notifier = new Notifier(listenConfig, channelOf(this.schema), {
       onNotify: (payload) => {
         if (payload === this.queue) this.wake()
