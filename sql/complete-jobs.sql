@@ -6,15 +6,19 @@ with done as (
   set state = 'completed', result = i.result::jsonb, finished_at = now(),
       lock_token = null, locked_until = null
   from unnest($1::bigint[], $2::uuid[], $3::text[]) as i(id, token, result)
-  where j.id = i.id and j.state = 'active' and j.lock_token = i.token
+  where j.id = any($1::bigint[]) and j.id = i.id and j.state = 'active' and j.lock_token = i.token
   returning j.id, j.queue, j.dedup_key, i.token
 ), released as (
   delete from :PGONCE_SCHEMA.dedup_keys k using done d
-  where k.queue = d.queue and k.key = d.dedup_key and k.job_id = d.id and k.expires_at is null
+  where d.dedup_key is not null
+    and k.queue = d.queue and k.key = d.dedup_key and k.job_id = d.id and k.expires_at is null
 ), children as (
-  select distinct c.id from :PGONCE_SCHEMA.job_dependencies dep
-  join done d on dep.depends_on = d.id
-  join :PGONCE_SCHEMA.jobs c on c.id = dep.job_id and c.state = 'waiting-children'
+  -- Driven by the batch's ids through the indexes (most completed jobs have no dependents).
+  select c.id from :PGONCE_SCHEMA.jobs c
+  where c.id = any(array(
+      select dep.job_id from :PGONCE_SCHEMA.job_dependencies dep
+      where dep.depends_on = any(array(select id from done))))
+    and c.state = 'waiting-children'
 ), promoted as (
   update :PGONCE_SCHEMA.jobs c
   set state = case when c.run_at <= now() then 'waiting' else 'delayed' end
