@@ -2,5 +2,5 @@
 update :PGONCE_SCHEMA.jobs j
 set locked_until = now() + make_interval(secs => $3::bigint / 1000.0)
 from unnest($1::bigint[], $2::uuid[]) as i(id, token)
-where j.id = i.id and j.state = 'active' and j.lock_token = i.token
+where j.id = any($1::bigint[]) and j.id = i.id and j.state = 'active' and j.lock_token = i.token
 returning j.lock_token as token

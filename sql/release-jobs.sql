@@ -6,7 +6,7 @@ with released as (
       attempts = greatest(j.attempts - 1, 0),
       lock_token = null, locked_until = null, locked_by = null, started_at = null
   from unnest($1::bigint[], $2::uuid[]) as i(id, token)
-  where j.id = i.id and j.state = 'active' and j.lock_token = i.token
+  where j.id = any($1::bigint[]) and j.id = i.id and j.state = 'active' and j.lock_token = i.token
   returning j.id, j.queue
 ), woken as (
   select pg_notify(:PGONCE_CHANNEL, q.queue) from (select distinct queue from released) q
