@@ -61,7 +61,7 @@ export function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): RunSettin
     w6Samples: scaled(500, scale, 50),
     w7Samples: scaled(2000, scale, 100),
     w8Queued,
-    w8Window: Math.min(w8Queued, numberFrom(env, 'BENCH_W8_WINDOW', scaled(50_000, scale, 1000))),
+    w8Window: Math.min(w8Queued, numberFrom(env, 'BENCH_W8_WINDOW', scaled(20_000, scale, 1000))),
     producers: 16,
     bulkBatch: 1000,
     warmup: 20,

@@ -23,7 +23,7 @@ export interface ServerLimits {
 }
 
 /** pgbench on PATH, else from a Debian-style PostgreSQL install; null when there is none. */
-function findPgbench(): string | null {
+export function findPgbench(): string | null {
   for (const dir of (process.env.PATH ?? '').split(':')) {
     if (dir && existsSync(`${dir}/pgbench`)) return `${dir}/pgbench`
   }
@@ -36,7 +36,8 @@ function findPgbench(): string | null {
   return null
 }
 
-async function tps(pgbench: string, url: string, name: string, clients: number, seconds: number): Promise<number> {
+/** Transactions/s of `bench/pgbench/<name>.sql` run by `clients` clients for `seconds`. */
+export async function tps(pgbench: string, url: string, name: string, clients: number, seconds: number): Promise<number> {
   const args = ['-n', '-f', script(name), '-c', String(clients), '-j', String(Math.min(clients, 2)), '-T', String(seconds), url]
   const { stdout } = await run(pgbench, args, { maxBuffer: 1 << 20 })
   const match = /tps = ([\d.]+) \(without initial connection time\)/.exec(stdout)

@@ -6,7 +6,6 @@ import { Queue, Worker, migrate } from '../../src/index.js'
 import { DEDUP_TTL_MS, bullStyleAdds } from './bull-style.js'
 import { type BenchSystem, CONCURRENCY, type Consumer, type JobData, type SystemInfo } from './system.js'
 
-const BATCH_SIZE = 100
 
 function ownVersion(): string {
   const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }
@@ -38,9 +37,7 @@ async function open(url: string): Promise<BenchSystem> {
     countJobs: (name) => count(name, false),
     countUnfinished: (name) => count(name, true),
     async consume(name, onStart): Promise<Consumer> {
-      const worker = new Worker<JobData>(name, async (job) => onStart(job.data), {
-        connectionString: url, concurrency: CONCURRENCY, batchSize: BATCH_SIZE,
-      })
+      const worker = new Worker<JobData>(name, async (job) => onStart(job.data), { connectionString: url, concurrency: CONCURRENCY })
       worker.on('error', () => {})
       return { close: () => worker.close() }
     },
@@ -56,7 +53,7 @@ export const pgonce: SystemInfo = {
   label: `pgonce ${ownVersion()}`,
   backend: 'postgres',
   config: [
-    `one pg.Pool of ${CONCURRENCY} connections shared by every Queue; \`new Worker(queue, handler, { concurrency: ${CONCURRENCY}, batchSize: ${BATCH_SIZE} })\`, other options at their defaults`,
+    `one pg.Pool of ${CONCURRENCY} connections shared by every Queue; \`new Worker(queue, handler, { concurrency: ${CONCURRENCY} })\`, other options (batch claims, completion batching) at their defaults`,
     `W5/W7: \`deduplication: { id: key, ttl: ${DEDUP_TTL_MS} }\``,
   ],
   open,

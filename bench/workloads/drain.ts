@@ -59,7 +59,7 @@ export async function drainBacklog(ctx: WorkloadContext): Promise<WorkloadResult
 export async function deepBacklog(ctx: WorkloadContext): Promise<WorkloadResult> {
   const { w8Queued: queued, w8Window: window } = ctx.sizes
   await ctx.system.prepare('w8')
-  const loadMs = await enqueueBacklog(ctx, 'w8', queued, 2)
+  const loadMs = await enqueueBacklog(ctx, 'w8', queued, 4)
   await ctx.admin?.query('vacuum analyze')
   const report = await runChild({ system: ctx.info.id, url: ctx.url, queue: 'w8', target: window, waitForCompletion: false, deadlineMs: DEADLINE_MS })
   return {
