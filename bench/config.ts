@@ -30,6 +30,8 @@ export interface RunSettings {
   scale: number
   /** System ids to run (BENCH_SYSTEMS, comma-separated), all by default. */
   systems: string[] | null
+  /** Workloads to run (BENCH_WORKLOADS, e.g. `W1,W4`), all by default. */
+  workloads: string[] | null
   /** Seconds per pgbench measurement; 0 skips them. */
   pgbenchSeconds: number
   redisUrl: string
@@ -66,11 +68,13 @@ export function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): RunSettin
     bulkBatch: 1000,
     warmup: 20,
   }
-  const systems = env.BENCH_SYSTEMS?.trim() ? env.BENCH_SYSTEMS.split(',').map((s) => s.trim()).filter(Boolean) : null
+  const list = (raw: string | undefined): string[] | null =>
+    raw?.trim() ? raw.split(',').map((s) => s.trim()).filter(Boolean) : null
   return {
     sizes,
     scale,
-    systems,
+    systems: list(env.BENCH_SYSTEMS),
+    workloads: list(env.BENCH_WORKLOADS?.toUpperCase()),
     pgbenchSeconds: numberFrom(env, 'BENCH_PGBENCH_SECONDS', 10),
     redisUrl: env.BENCH_REDIS_URL ?? env.REDIS_URL ?? 'redis://127.0.0.1:6379',
   }

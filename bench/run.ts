@@ -65,6 +65,7 @@ async function benchSystem(info: SystemInfo, serverUrl: string, settings: RunSet
       await warmUp(ctx)
       for (const [id, workload] of WORKLOADS) {
         if (id === 'W8' && settings.sizes.w8Queued === 0) continue
+        if (settings.workloads && !settings.workloads.includes(id)) continue
         const started = performance.now()
         try {
           const result = await workload(ctx)
