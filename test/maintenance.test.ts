@@ -108,8 +108,8 @@ describe('runMaintenance', () => {
     try {
       await a.query('begin')
       await b.query('begin')
-      const ra = await a.query(sqlFor('complete-jobs', db.schema), [[p1!.id], [token(p1!.id)], [null]])
-      const rb = await b.query(sqlFor('complete-jobs', db.schema), [[p2!.id], [token(p2!.id)], [null]])
+      const ra = await a.query(sqlFor('complete-jobs', db.schema), [[p1!.id], [token(p1!.id)], [null], 'active'])
+      const rb = await b.query(sqlFor('complete-jobs', db.schema), [[p2!.id], [token(p2!.id)], [null], 'active'])
       expect(ra.rows[0].children_waiting).toBe(1)
       expect(rb.rows[0].children_waiting).toBe(1)
       await a.query('commit')

@@ -96,7 +96,7 @@ export class JobStore {
       tokens.push(c.token)
       results.push(c.resultJson)
     }
-    const query = { ...prepared('complete-jobs', this.schema), values: [ids, tokens, results] }
+    const query = { ...prepared('complete-jobs', this.schema), values: [ids, tokens, results, 'active'] }
     type Row = { id: string; token: string; children_waiting: number }
     const { rows } = runner === undefined
       ? await this.inTurn(() => this.pool.query<Row>(query))
@@ -129,7 +129,7 @@ export class JobStore {
   /** Extends the leases of jobs still held with these tokens; returns the tokens still valid. */
   async heartbeat(ids: string[], tokens: string[]): Promise<Set<string>> {
     const { rows } = await this.inTurn(() => this.pool.query<{ token: string }>({
-      ...prepared('heartbeat', this.schema), values: [ids, tokens, this.leaseMs],
+      ...prepared('heartbeat', this.schema), values: [ids, tokens, this.leaseMs, 'active'],
     }))
     return new Set(rows.map((r) => r.token))
   }
@@ -137,7 +137,7 @@ export class JobStore {
   /** Puts held jobs back without counting the attempt, due as before (`delayMs` 0) or later; returns how many. */
   async release(ids: string[], tokens: string[], delayMs: number): Promise<number> {
     const { rows } = await this.inTurn(() => this.pool.query<{ count: number }>({
-      ...prepared('release-jobs', this.schema), values: [ids, tokens, delayMs],
+      ...prepared('release-jobs', this.schema), values: [ids, tokens, delayMs, 'active'],
     }))
     return rows[0]?.count ?? 0
   }
