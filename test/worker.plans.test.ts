@@ -47,6 +47,12 @@ describe('generic plans', () => {
     expect(plan).not.toMatch(/Seq Scan on jobs/)
   })
 
+  it('fail: finds its one job by primary key', async () => {
+    const plan = await genericPlan('fail-job', 'bigint, uuid, text, text, bigint, text', `1, '00000000-0000-0000-0000-000000000001', 'e', null, 0, 'active'`)
+    expect(plan).toMatch(/Index Scan using jobs_pkey on jobs j\b/)
+    expect(plan).not.toContain('jobs_leases')
+  })
+
   it.each([
     ['complete-jobs', 'bigint[], uuid[], text[], text', `${ARRAYS}, '{null,null,null}', 'active'`],
     ['heartbeat', 'bigint[], uuid[], bigint, text', `${ARRAYS}, 30000, 'active'`],

@@ -121,7 +121,7 @@ export class JobStore {
   /** Records a failed attempt: retried after `delayMs`, or failed for good; null if the lease was lost. */
   async fail(id: string, token: string, message: string, stack: string | null, delayMs: number): Promise<JobRow | null> {
     const { rows } = await this.pool.query<JobRow>({
-      ...prepared('fail-job', this.schema), values: [id, token, message, stack, delayMs],
+      ...prepared('fail-job', this.schema), values: [id, token, message, stack, delayMs, 'active'],
     })
     return rows[0] ?? null
   }
