@@ -132,8 +132,9 @@ try {
   process.stdout.write(`${renderMarkdown(run)}\n`)
   const dir = new URL('./results/', import.meta.url)
   mkdirSync(dir, { recursive: true })
-  const scaleTag = settings.scale === 1 ? '' : `-scale${settings.scale}`
-  const file = new URL(`${startedAt.toISOString().slice(0, 10)}-${machine.host.replace(/[^A-Za-z0-9_.-]/g, '_')}${scaleTag}.json`, dir)
+  // A scaled or partial run never overwrites the figures of a full one.
+  const tag = `${settings.scale === 1 ? '' : `-scale${settings.scale}`}${settings.systems || settings.workloads ? '-partial' : ''}`
+  const file = new URL(`${startedAt.toISOString().slice(0, 10)}-${machine.host.replace(/[^A-Za-z0-9_.-]/g, '_')}${tag}.json`, dir)
   writeFileSync(file, `${JSON.stringify(run, null, 2)}\n`)
   log(`wrote ${file.pathname}`)
 } finally {
