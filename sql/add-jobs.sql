@@ -1,4 +1,9 @@
--- Admits a batch through add_jobs(), lean: all or nothing; a rejection comes back as a single row with "error";
--- rows of plain items carry only id, queue, state, run_at and created_at (name is null), the caller fills the rest.
-select a.ordinal, a.outcome, a.error, (a.job).*
+-- Admits a batch through add_jobs(), lean: all or nothing; a rejection comes back as a single row with "error".
+-- Plain items come back as id, state and times only (the caller knows the rest); other rows carry the job as JSON.
+-- Few columns per row: parsing 1,000 full job rows cost the client more than the INSERT cost the server.
+select a.ordinal, a.outcome, a.error, (a.job).id, (a.job).state,
+  (extract(epoch from (a.job).run_at) * 1000)::float8 as run_at_ms,
+  (extract(epoch from (a.job).created_at) * 1000)::float8 as created_at_ms,
+  case when (a.job).name is not null
+    then (to_jsonb(a.job) || jsonb_build_object('id', (a.job).id::text))::text end as job
 from :PGONCE_SCHEMA.add_jobs($1, $2::jsonb, true) a

@@ -51,16 +51,38 @@ const BULK_ITEM_KEYS = ['name', 'data', 'opts'] as const
 
 type AdmissionRow = JobRow & { outcome: AddOutcome | null; error: string | null; ordinal?: number }
 
-/** A plain bulk item's row comes back lean (id, queue, state, run_at, created_at): the rest is what the caller sent. */
-function leanRow(row: AdmissionRow, req: AddRequest): AdmissionRow {
+/** A row of sql/add-jobs.sql: a plain item's job comes back as id, state and times only. */
+interface BulkRow {
+  ordinal: number
+  outcome: AddOutcome | null
+  error: string | null
+  id: string | null
+  state: JobState | null
+  run_at_ms: number | null
+  created_at_ms: number | null
+  job: string | null
+}
+
+const dateOrNull = (v: unknown) => (typeof v === 'string' ? new Date(v) : null)
+
+/** The admission of one bulk item as a full row: parsed from JSON, or completed from the caller's own request. */
+function bulkAdmission(b: BulkRow, req: AddRequest, queue: string): AdmissionRow {
+  const decided = { outcome: b.outcome, error: b.error, ordinal: b.ordinal }
+  if (b.job !== null) {
+    const j = JSON.parse(b.job) as Record<string, unknown>
+    return {
+      ...(j as unknown as JobRow), ...decided,
+      run_at: new Date(j.run_at as string), created_at: new Date(j.created_at as string),
+      locked_until: dateOrNull(j.locked_until), finished_at: dateOrNull(j.finished_at),
+    }
+  }
   return {
-    ...row,
-    name: req.name,
-    data: JSON.parse(req.dataJson) as unknown,
-    priority: req.priority ?? 0,
-    attempts: 0,
-    max_attempts: req.attempts ?? 1,
-    backoff: req.backoff,
+    ...decided,
+    id: b.id as string, queue, name: req.name, job_id: null, data: JSON.parse(req.dataJson) as unknown,
+    state: b.state as JobState, priority: req.priority ?? 0, run_at: new Date(b.run_at_ms as number),
+    attempts: 0, max_attempts: req.attempts ?? 1, backoff: req.backoff, dedup_key: null, lock_token: null,
+    locked_until: null, last_error: null, error_stack: null, created_at: new Date(b.created_at_ms as number),
+    finished_at: null,
   }
 }
 
@@ -116,13 +138,14 @@ export class Queue<Data = unknown> implements JobOwner {
     const execute = await this.executor(tx, 'options.tx')
     if (reqs.length === 0) return []
     const batch = admissionOrder(reqs).map((i) => bulkItemJson(reqs[i] as AddRequest, i + 1))
-    const rows = await execute<AdmissionRow>(sqlFor('add-jobs', this.schema), [this.name, `[${batch.join(',')}]`])
+    const rows = await execute<BulkRow>(sqlFor('add-jobs', this.schema), [this.name, `[${batch.join(',')}]`])
     const rejected = rows.find((r) => r.error !== null)
     if (rejected) {
-      const index = (rejected.ordinal as number) - 1
-      this.answer(rejected, reqs[index] as AddRequest, `items[${index}]`)
+      const index = rejected.ordinal - 1
+      const req = reqs[index] as AddRequest
+      this.answer(bulkAdmission(rejected, req, this.name), req, `items[${index}]`)
     }
-    return rows.map((row, i) => this.answer(row.name === null ? leanRow(row, reqs[i] as AddRequest) : row, reqs[i] as AddRequest))
+    return rows.map((row, i) => this.answer(bulkAdmission(row, reqs[i] as AddRequest, this.name), reqs[i] as AddRequest))
   }
 
   /** A job by its internal id, or null. */
