@@ -1,4 +1,4 @@
--- Gives failed job $1 a fresh run (waiting, attempts reset); refused (error set, nothing changed) when it is not
+-- Gives failed job $1 a fresh run (waiting, attempts reset, its dedup key re-taken while it is live); refused (error set, nothing changed) when it is not
 -- failed, another live generation has its jobId, or another job holds its dedup key. Wakes the queue's workers.
 with target as (
   select j.id, j.queue, j.job_id, j.dedup_key, j.state from :PGONCE_SCHEMA.jobs j where j.id = $1 for update
@@ -24,6 +24,17 @@ with target as (
   from verdict v
   where j.id = v.id and v.error is null
   returning j.*
+), retaken as (
+  -- The retried job takes its dedup key back while it is live (no TTL: released again when it ends), so that an
+  -- add of the same key meanwhile answers with it instead of queueing a second job. The verdict found no other holder;
+  -- the WHERE re-checks on the locked row, so a holder that appeared since is never displaced.
+  insert into :PGONCE_SCHEMA.dedup_keys as k (queue, key, job_id, expires_at)
+  select r.queue, r.dedup_key, r.id, null from retried r where r.dedup_key is not null
+  on conflict (queue, key) do update set job_id = excluded.job_id, expires_at = null
+  where (k.job_id = excluded.job_id and k.expires_at <= now())
+     or (k.job_id <> excluded.job_id and not (k.expires_at > now() or (k.expires_at is null and exists (
+           select 1 from :PGONCE_SCHEMA.jobs o
+           where o.id = k.job_id and o.state in ('waiting', 'delayed', 'waiting-children', 'active')))))
 ), woken as (
   select pg_notify(:PGONCE_CHANNEL, r.queue) from retried r
 )

@@ -28,9 +28,10 @@ export class RetryJobError extends Error {
 
 /**
  * Moves failed job `id` back to 'waiting' with its attempts reset, in one statement
- * that wakes the queue's workers. Its dedup key is not re-taken: a retried job runs
- * as a replay (guard its effects with `ctx.effect`), and is refused while another
- * job holds that key or another live generation has its jobId.
+ * that wakes the queue's workers. It takes its dedup key back while it is live (an
+ * add of that key meanwhile answers with it), runs as a replay (guard its effects
+ * with `ctx.effect`), and is refused while another job holds that key or another
+ * live generation has its jobId.
  */
 export async function retryFailedJob(execute: Execute, schema: string, id: string): Promise<JobRow> {
   let rows: (JobRow & { error: RetryJobCode | null })[]

@@ -100,6 +100,27 @@ describe('Worker retries', () => {
     }
   })
 
+  it('retryJob re-takes a released no-TTL dedup key: a later add of the key answers with the retried job', async () => {
+    const key = 'retry-key-no-ttl'
+    const job = await queue.add('keyed', { n: 7 }, { deduplication: { id: key }, attempts: 1 })
+    const worker = new Worker<{ n: number }>('retry', async () => {
+      throw new Error('fails')
+    }, opts())
+    try {
+      await waitForState(db, job.id, 'failed')
+    } finally {
+      await worker.close()
+    }
+    expect(await queue.getDeduplicationJobId(key)).toBeNull()
+    await queue.retryJob(job.id)
+    expect(await queue.getDeduplicationJobId(key)).toBe(job.id)
+    const again = await queue.add('keyed', { n: 8 }, { deduplication: { id: key } })
+    expect(again.id).toBe(job.id)
+    expect(again.outcome).toBe('duplicate-key')
+    const { rows } = await db.pool.query(`select count(*)::int as n from "${db.schema}".jobs where dedup_key = $1`, [key])
+    expect(rows[0].n).toBe(1)
+  })
+
   it('retryJob refuses with a clear error while a newer live generation of its jobId exists', async () => {
     const job = await queue.add('gen', { n: 4 }, { jobId: 'retry-gen', attempts: 1 })
     const worker = new Worker<{ n: number }>('retry', async () => {
