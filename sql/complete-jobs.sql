@@ -15,23 +15,11 @@ with done as (
   where d.dedup_key is not null
     and k.queue = d.queue and k.key = d.dedup_key and k.job_id = d.id and k.expires_at is null
 ), children as (
-  -- Driven by the batch's ids through the indexes (most completed jobs have no dependents).
-  select c.id from :PGONCE_SCHEMA.jobs c
-  where c.id = any(array(
-      select dep.job_id from :PGONCE_SCHEMA.job_dependencies dep
-      where dep.depends_on = any(array(select id from done))))
-    and c.state = 'waiting-children'
+  -- A function with a fresh snapshot: it also sees a dependent added while this statement waited for its parent's lock.
+  select f.job_id, f.queue, f.promoted
+  from :PGONCE_SCHEMA._promote_dependents(array(select id from done)) f
 ), promoted as (
-  update :PGONCE_SCHEMA.jobs c
-  set state = case when c.run_at <= now() then 'waiting' else 'delayed' end
-  from children ch
-  where c.id = ch.id and c.state = 'waiting-children'
-    and not exists (
-      select 1 from :PGONCE_SCHEMA.job_dependencies dep
-      join :PGONCE_SCHEMA.jobs p on p.id = dep.depends_on
-      where dep.job_id = c.id and p.state <> 'completed'
-        and not exists (select 1 from done d where d.id = p.id))
-  returning c.id, c.queue
+  select job_id as id, queue from children where promoted
 ), woken as (
   -- Dependents may belong to other queues, whose workers may be asleep.
   select pg_notify(:PGONCE_CHANNEL, q.queue) from (select distinct queue from promoted) q
