@@ -35,6 +35,8 @@ export interface RunSettings {
   /** Seconds per pgbench measurement; 0 skips them. */
   pgbenchSeconds: number
   redisUrl: string
+  /** BENCH_NOTE: a line about the conditions of this run (e.g. a shared machine), printed under the table. */
+  note: string | null
 }
 
 function numberFrom(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
@@ -77,5 +79,6 @@ export function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): RunSettin
     workloads: list(env.BENCH_WORKLOADS?.toUpperCase()),
     pgbenchSeconds: numberFrom(env, 'BENCH_PGBENCH_SECONDS', 10),
     redisUrl: env.BENCH_REDIS_URL ?? env.REDIS_URL ?? 'redis://127.0.0.1:6379',
+    note: env.BENCH_NOTE?.trim() || null,
   }
 }

@@ -92,6 +92,7 @@ async function benchSystem(info: SystemInfo, serverUrl: string, settings: RunSet
 function notes(settings: RunSettings, redis: string | null): string[] {
   const s = settings.sizes
   return [
+    ...(settings.note ? [settings.note] : []),
     'Each system runs alone, in a fresh database of the same server, after a short untimed warm-up; workloads run one after another in table order.',
     'W4 and W8 run the consumer in a child process (also the source of the RSS figures). W4 is timed from the first handler start until the system reports every job completed; ' +
       `W8 from the first handler start to the ${s.w8Window.toLocaleString('en-US')}th, with the backlog vacuumed and analysed first.`,
