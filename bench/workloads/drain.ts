@@ -7,6 +7,8 @@ import { perSecond } from '../measure.js'
 import { type WorkloadContext, type WorkloadResult, enqueueBacklog } from './context.js'
 
 const CHILD = fileURLToPath(new URL('../drain-child.ts', import.meta.url))
+/** The repository root, where `--import tsx` resolves. */
+const ROOT = fileURLToPath(new URL('../../', import.meta.url))
 const DEADLINE_MS = 300_000
 const MB = 1024 * 1024
 
@@ -15,6 +17,7 @@ type ChildMessage = { ok: true; report: DrainReport } | { ok: false; error: stri
 function runChild(task: DrainTask): Promise<DrainReport> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, ['--import', 'tsx', CHILD], {
+      cwd: ROOT,
       env: { ...process.env, BENCH_DRAIN: JSON.stringify(task) },
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     })
