@@ -65,19 +65,33 @@ interface BulkRow {
 
 const dateOrNull = (v: unknown) => (typeof v === 'string' ? new Date(v) : null)
 
-/** The admission of one bulk item as a full row: parsed from JSON, or completed from the caller's own request. */
+/** A job row sent as JSON text (sql/add-job.sql, sql/add-jobs.sql), with its timestamps revived. */
+function jobRowFromJson(text: string, outcome: AddOutcome | null, error: string | null, ordinal?: number): AdmissionRow {
+  const j = JSON.parse(text) as Record<string, unknown>
+  j.outcome = outcome
+  j.error = error
+  j.ordinal = ordinal
+  j.run_at = new Date(j.run_at as string)
+  j.created_at = new Date(j.created_at as string)
+  j.locked_until = dateOrNull(j.locked_until)
+  j.finished_at = dateOrNull(j.finished_at)
+  return j as unknown as AdmissionRow
+}
+
+/** A rejection without an owner row (DEPENDENCY_NOT_FOUND). */
+function ownerless(error: string | null): AdmissionRow {
+  return { error, outcome: null, id: null } as unknown as AdmissionRow
+}
+
+/**
+ * The admission of one bulk item as a full row: parsed from JSON, or completed from the caller's own request.
+ * No object spread here: spreading into a large literal cost ~30 µs per item on Node 20, more than the INSERT.
+ */
 function bulkAdmission(b: BulkRow, req: AddRequest, queue: string): AdmissionRow {
-  const decided = { outcome: b.outcome, error: b.error, ordinal: b.ordinal }
-  if (b.job !== null) {
-    const j = JSON.parse(b.job) as Record<string, unknown>
-    return {
-      ...(j as unknown as JobRow), ...decided,
-      run_at: new Date(j.run_at as string), created_at: new Date(j.created_at as string),
-      locked_until: dateOrNull(j.locked_until), finished_at: dateOrNull(j.finished_at),
-    }
-  }
+  if (b.job !== null) return jobRowFromJson(b.job, b.outcome, b.error, b.ordinal)
+  if (b.error !== null) return ownerless(b.error)
   return {
-    ...decided,
+    outcome: b.outcome, error: b.error, ordinal: b.ordinal,
     id: b.id as string, queue, name: req.name, job_id: null, data: JSON.parse(req.dataJson) as unknown,
     state: b.state as JobState, priority: req.priority ?? 0, run_at: new Date(b.run_at_ms as number),
     attempts: 0, max_attempts: req.attempts ?? 1, backoff: req.backoff, dedup_key: null, lock_token: null,
@@ -119,8 +133,10 @@ export class Queue<Data = unknown> implements JobOwner {
     const { tx, ...jobOpts } = checkOptions<AddOptions>(opts, 'opts', ADD_OPTION_KEYS)
     const req = toAddRequest(name, data, jobOpts, '', this.maxDataBytes)
     const execute = await this.executor(tx)
-    const [row] = await execute<AdmissionRow>(sqlFor('add-job', this.schema), addJobParams(this.name, req))
-    return this.answer(row as AdmissionRow, req)
+    const [row] = await execute<{ outcome: AddOutcome | null; error: string | null; job: string | null }>(
+      sqlFor('add-job', this.schema), addJobParams(this.name, req))
+    const { outcome, error, job } = row as { outcome: AddOutcome | null; error: string | null; job: string | null }
+    return this.answer(job === null ? ownerless(error) : jobRowFromJson(job, outcome, error), req)
   }
 
   /**
