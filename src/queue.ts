@@ -8,6 +8,7 @@ import type { ConnectionOptions } from './db/connection.js'
 import { openPool } from './db/connection.js'
 import { type Execute, type Transactional, executorFor } from './db/executor.js'
 import { checkQueueName, checkSchema } from './db/identifiers.js'
+import { prepared } from './db/prepared.js'
 import { sqlFor } from './db/sql-files.js'
 import { DeduplicationError, ValidationError } from './errors.js'
 import { type AddOutcome, Job, type JobOwner, type JobRow, type JobState } from './job.js'
@@ -134,7 +135,7 @@ export class Queue<Data = unknown> implements JobOwner {
     const req = toAddRequest(name, data, jobOpts, '', this.maxDataBytes)
     const execute = await this.executor(tx)
     const [row] = await execute<{ outcome: AddOutcome | null; error: string | null; job: string | null }>(
-      sqlFor('add-job', this.schema), addJobParams(this.name, req))
+      prepared('add-job', this.schema), addJobParams(this.name, req))
     const { outcome, error, job } = row as { outcome: AddOutcome | null; error: string | null; job: string | null }
     return this.answer(job === null ? ownerless(error) : jobRowFromJson(job, outcome, error), req)
   }
@@ -154,7 +155,7 @@ export class Queue<Data = unknown> implements JobOwner {
     const execute = await this.executor(tx, 'options.tx')
     if (reqs.length === 0) return []
     const batch = admissionOrder(reqs).map((i) => bulkItemJson(reqs[i] as AddRequest, i + 1))
-    const rows = await execute<BulkRow>(sqlFor('add-jobs', this.schema), [this.name, `[${batch.join(',')}]`])
+    const rows = await execute<BulkRow>(prepared('add-jobs', this.schema), [this.name, `[${batch.join(',')}]`])
     const rejected = rows.find((r) => r.error !== null)
     if (rejected) {
       const index = rejected.ordinal - 1
@@ -190,7 +191,7 @@ export class Queue<Data = unknown> implements JobOwner {
   async getDeduplicationJobId(key: string): Promise<string | null> {
     checkText(key, 'key')
     const execute = await this.executor(undefined)
-    const [row] = await execute<{ id: string }>(sqlFor('get-dedup-owner', this.schema), [this.name, key])
+    const [row] = await execute<{ id: string }>(prepared('get-dedup-owner', this.schema), [this.name, key])
     return row?.id ?? null
   }
 

@@ -2,13 +2,18 @@
 
 import { CompiledQuery } from 'kysely'
 import { fail } from '../validate.js'
+import type { PreparedQuery } from './prepared.js'
 
-/** Runs one statement with bound parameters and resolves to its rows. */
-export type Execute = <R extends object = Record<string, unknown>>(text: string, values: readonly unknown[]) => Promise<R[]>
+/**
+ * Runs one statement with bound parameters and resolves to its rows. A named
+ * query is prepared once per pg connection; Kysely runs its text.
+ */
+export type Execute = <R extends object = Record<string, unknown>>(query: string | PreparedQuery, values: readonly unknown[]) => Promise<R[]>
 
 /** A `pg` Pool, PoolClient or Client, structurally. */
 export interface PgQueryable {
   query(text: string, values?: unknown[]): Promise<{ rows: unknown[] }>
+  query(config: { name: string; text: string; values: unknown[] }): Promise<{ rows: unknown[] }>
 }
 
 /** A Kysely instance or transaction, structurally. */
@@ -27,13 +32,15 @@ function isKysely(tx: object): tx is KyselyExecutor {
 export function executorFor(tx: unknown, field = 'opts.tx'): Execute {
   if (typeof tx === 'object' && tx !== null) {
     if (isKysely(tx)) {
-      return async <R extends object>(text: string, values: readonly unknown[]) =>
-        (await tx.executeQuery(CompiledQuery.raw(text, [...values]))).rows as R[]
+      return async <R extends object>(query: string | PreparedQuery, values: readonly unknown[]) =>
+        (await tx.executeQuery(CompiledQuery.raw(typeof query === 'string' ? query : query.text, [...values]))).rows as R[]
     }
     const pg = tx as Partial<PgQueryable>
     if (typeof pg.query === 'function') {
-      return async <R extends object>(text: string, values: readonly unknown[]) =>
-        (await (tx as PgQueryable).query(text, [...values])).rows as R[]
+      return async <R extends object>(query: string | PreparedQuery, values: readonly unknown[]) =>
+        (typeof query === 'string'
+          ? await (tx as PgQueryable).query(query, [...values])
+          : await (tx as PgQueryable).query({ name: query.name, text: query.text, values: [...values] })).rows as R[]
     }
   }
   return fail('INVALID_TYPE', field, 'must be a pg Pool, PoolClient or Client, or a Kysely instance or transaction')

@@ -2,7 +2,7 @@
 
 import type pg from 'pg'
 import type { Backoff, JobRow } from '../job.js'
-import { prepared } from './prepared.js'
+import { prepared } from '../db/prepared.js'
 
 /** A job as the claim returns it: what the handler sees, plus the lock token that fences every later change. */
 export interface ClaimedRow {

@@ -1,7 +1,7 @@
 // Named prepared statements for the worker's hot queries: Postgres parses and plans each once per connection.
 
 import { createHash } from 'node:crypto'
-import { sqlFor } from '../db/sql-files.js'
+import { sqlFor } from './sql-files.js'
 
 /** A pg query config with a name: node-postgres prepares it on first use on each connection. */
 export interface PreparedQuery {
