@@ -9,8 +9,8 @@ import { type Execute, type Transactional, executorFor } from './db/executor.js'
 import { checkSchema } from './db/identifiers.js'
 import { sqlFor } from './db/sql-files.js'
 import { type Logger, silentLogger } from './logger.js'
-import { migrate } from './migrate/runner.js'
-import { MAX_DURATION_MS, checkInteger, checkOptions, checkText, fail } from './validate.js'
+import { SchemaReady } from './db/schema-ready.js'
+import { MAX_DURATION_MS, checkBoolean, checkInteger, checkOptions, checkText, fail } from './validate.js'
 
 export interface EffectsOptions extends ConnectionOptions {
   /** Schema holding pgonce's tables. (Default: `'pgonce'`) */
@@ -52,18 +52,19 @@ export class Effects {
   private readonly pool: pg.Pool
   private readonly ownsPool: boolean
   private readonly logger: Logger
-  private ready: Promise<void> | undefined
+  private readonly ready: SchemaReady
   private closed = false
 
   constructor(options: EffectsOptions) {
     const opts = checkOptions<EffectsOptions>(options, 'options', OPTION_KEYS)
     this.schema = checkSchema(opts.schema, 'options.schema')
     const poolSize = opts.poolSize === undefined ? 10 : checkInteger(opts.poolSize, 'options.poolSize', 1, 1000)
+    const migrateOnFirstUse = opts.migrate === undefined || checkBoolean(opts.migrate, 'options.migrate')
     this.logger = (opts.logger ?? silentLogger).child({ component: 'pgonce.effects' })
     const { pool, owned } = openPool(opts, this.logger, poolSize)
     this.pool = pool
     this.ownsPool = owned
-    if (opts.migrate === false) this.ready = Promise.resolve()
+    this.ready = new SchemaReady(pool, this.schema, this.logger, migrateOnFirstUse)
   }
 
   /**
@@ -119,7 +120,7 @@ export class Effects {
   async close(): Promise<void> {
     if (this.closed) return
     this.closed = true
-    await this.ready?.catch(() => {})
+    await this.ready.settle()
     if (this.ownsPool) await this.pool.end()
   }
 
@@ -172,9 +173,9 @@ export class Effects {
   /** Migrates on first use, then gives the caller's `tx` or pgonce's pool as an executor. */
   private async executor(tx: Transactional | undefined): Promise<Execute> {
     if (this.closed) throw new Error('pgonce: this Effects is closed')
-    const execute = executorFor(tx ?? this.pool)
-    this.ready ??= migrate({ pool: this.pool, schema: this.schema, logger: this.logger }).then(() => {})
-    await this.ready
+    // Only an absent tx means "pgonce's pool": a null or wrong tx must not silently run outside the caller's transaction.
+    const execute = tx === undefined ? executorFor(this.pool) : executorFor(tx, 'tx')
+    await this.ready.ensure()
     return execute
   }
 }

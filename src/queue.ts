@@ -10,11 +10,11 @@ import { openPool } from './db/connection.js'
 import { type Execute, type Transactional, executorFor } from './db/executor.js'
 import { checkQueueName, checkSchema } from './db/identifiers.js'
 import { prepared } from './db/prepared.js'
+import { SchemaReady } from './db/schema-ready.js'
 import { sqlFor } from './db/sql-files.js'
 import { DeduplicationError, ValidationError } from './errors.js'
 import { type AddOutcome, Job, type JobOwner, type JobRow, type JobState } from './job.js'
 import { type Logger, silentLogger } from './logger.js'
-import { migrate } from './migrate/runner.js'
 import { retryFailedJob } from './retry-job.js'
 import { checkBoolean, checkInteger, checkJobIdRef, checkOptions, checkText, fail } from './validate.js'
 
@@ -60,7 +60,7 @@ export class Queue<Data = unknown> implements JobOwner {
   private readonly ownsPool: boolean
   private readonly logger: Logger
   private readonly maxDataBytes: number
-  private ready: Promise<void> | undefined
+  private readonly ready: SchemaReady
   private closed = false
 
   constructor(name: string, options: QueueOptions) {
@@ -69,11 +69,12 @@ export class Queue<Data = unknown> implements JobOwner {
     this.schema = checkSchema(opts.schema, 'options.schema')
     this.maxDataBytes = opts.maxDataBytes === undefined ? 1 << 20 : checkInteger(opts.maxDataBytes, 'options.maxDataBytes', 1)
     const poolSize = opts.poolSize === undefined ? 10 : checkInteger(opts.poolSize, 'options.poolSize', 1, 1000)
-    if (opts.migrate !== undefined && checkBoolean(opts.migrate, 'options.migrate') === false) this.ready = Promise.resolve()
+    const migrateOnFirstUse = opts.migrate === undefined || checkBoolean(opts.migrate, 'options.migrate')
     this.logger = (opts.logger ?? silentLogger).child({ component: 'pgonce.queue', queue: this.name })
     const { pool, owned } = openPool(opts, this.logger, poolSize)
     this.pool = pool
     this.ownsPool = owned
+    this.ready = new SchemaReady(pool, this.schema, this.logger, migrateOnFirstUse)
   }
 
   /**
@@ -169,7 +170,7 @@ export class Queue<Data = unknown> implements JobOwner {
   async close(): Promise<void> {
     if (this.closed) return
     this.closed = true
-    await this.ready?.catch(() => {})
+    await this.ready.settle()
     if (this.ownsPool) await this.pool.end()
   }
 
@@ -190,11 +191,7 @@ export class Queue<Data = unknown> implements JobOwner {
     if (this.closed) throw new Error('pgonce: this Queue is closed')
     // Only an absent tx means "pgonce's pool": a null or wrong tx must not silently run outside the caller's transaction.
     const execute = tx === undefined ? executorFor(this.pool) : executorFor(tx, field)
-    this.ready ??= migrate({ pool: this.pool, schema: this.schema, logger: this.logger }).then(() => {}, (err: unknown) => {
-      this.ready = undefined // a failed first-use migration (database down, lock timeout) is tried again by the next call
-      throw err
-    })
-    await this.ready
+    await this.ready.ensure()
     return execute
   }
 
