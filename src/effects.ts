@@ -8,7 +8,7 @@ import { openPool } from './db/connection.js'
 import { type Execute, type Transactional, executorFor } from './db/executor.js'
 import { checkSchema } from './db/identifiers.js'
 import { sqlFor } from './db/sql-files.js'
-import { type Logger, silentLogger } from './logger.js'
+import { type Logger, checkLogger } from './logger.js'
 import { SchemaReady } from './db/schema-ready.js'
 import { MAX_DURATION_MS, checkBoolean, checkInteger, checkOptions, checkText, fail } from './validate.js'
 
@@ -60,7 +60,7 @@ export class Effects {
     this.schema = checkSchema(opts.schema, 'options.schema')
     const poolSize = opts.poolSize === undefined ? 10 : checkInteger(opts.poolSize, 'options.poolSize', 1, 1000)
     const migrateOnFirstUse = opts.migrate === undefined || checkBoolean(opts.migrate, 'options.migrate')
-    this.logger = (opts.logger ?? silentLogger).child({ component: 'pgonce.effects' })
+    this.logger = checkLogger(opts.logger, 'options.logger').child({ component: 'pgonce.effects' })
     const { pool, owned } = openPool(opts, this.logger, poolSize)
     this.pool = pool
     this.ownsPool = owned

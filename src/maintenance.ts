@@ -5,7 +5,7 @@ import type { ConnectionOptions } from './db/connection.js'
 import { openPool } from './db/connection.js'
 import { checkSchema } from './db/identifiers.js'
 import { sqlFor } from './db/sql-files.js'
-import { type Logger, silentLogger } from './logger.js'
+import { type Logger, checkLogger } from './logger.js'
 import { checkInteger, checkOptions } from './validate.js'
 
 export interface MaintenanceOptions extends ConnectionOptions {
@@ -46,7 +46,7 @@ export async function runMaintenance(options: MaintenanceOptions): Promise<Maint
   const opts = checkOptions<MaintenanceOptions>(options, 'options', OPTION_KEYS)
   const schema = checkSchema(opts.schema, 'options.schema')
   const batchSize = opts.batchSize === undefined ? 1000 : checkInteger(opts.batchSize, 'options.batchSize', 1, 100_000)
-  const logger = (opts.logger ?? silentLogger).child({ component: 'pgonce.maintenance' })
+  const logger = checkLogger(opts.logger, 'options.logger').child({ component: 'pgonce.maintenance' })
   const { pool, owned } = openPool(opts, logger, 1)
   const result: MaintenanceResult = { rescued: 0, expiredKeys: 0, expiredClaims: 0, promoted: 0, ran: false }
   try {

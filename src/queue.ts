@@ -14,7 +14,7 @@ import { SchemaReady } from './db/schema-ready.js'
 import { sqlFor } from './db/sql-files.js'
 import { DeduplicationError, ValidationError } from './errors.js'
 import { type AddOutcome, Job, type JobOwner, type JobRow, type JobState } from './job.js'
-import { type Logger, silentLogger } from './logger.js'
+import { type Logger, checkLogger } from './logger.js'
 import { retryFailedJob } from './retry-job.js'
 import { checkBoolean, checkInteger, checkJobIdRef, checkOptions, checkText, fail } from './validate.js'
 
@@ -70,7 +70,7 @@ export class Queue<Data = unknown> implements JobOwner {
     this.maxDataBytes = opts.maxDataBytes === undefined ? 1 << 20 : checkInteger(opts.maxDataBytes, 'options.maxDataBytes', 1)
     const poolSize = opts.poolSize === undefined ? 10 : checkInteger(opts.poolSize, 'options.poolSize', 1, 1000)
     const migrateOnFirstUse = opts.migrate === undefined || checkBoolean(opts.migrate, 'options.migrate')
-    this.logger = (opts.logger ?? silentLogger).child({ component: 'pgonce.queue', queue: this.name })
+    this.logger = checkLogger(opts.logger, 'options.logger').child({ component: 'pgonce.queue', queue: this.name })
     const { pool, owned } = openPool(opts, this.logger, poolSize)
     this.pool = pool
     this.ownsPool = owned

@@ -204,12 +204,15 @@ describe('validation', () => {
       [construct('q', { connectionString: cs, poolSize: 0 }), 'OUT_OF_RANGE', 'options.poolSize'],
       [construct('q', { connectionString: cs, poolSize: Number.NaN }), 'NOT_INTEGER', 'options.poolSize'],
       [construct('q', { connectionString: cs, migrate: 'no' }), 'INVALID_TYPE', 'options.migrate'],
-      [construct('q', { connectionString: cs, pool: probePool }), 'CONFLICTING_OPTIONS', 'connectionString'],
-      [construct('q', {}), 'CONFLICTING_OPTIONS', 'connectionString'],
-      [construct('q', undefined), 'CONFLICTING_OPTIONS', 'connectionString'],
+      [construct('q', { connectionString: cs, pool: probePool }), 'CONFLICTING_OPTIONS', 'options.connectionString'],
+      [construct('q', {}), 'CONFLICTING_OPTIONS', 'options.connectionString'],
+      [construct('q', undefined), 'CONFLICTING_OPTIONS', 'options.connectionString'],
       [construct('q', 'postgres://x'), 'INVALID_TYPE', 'options'],
-      [construct('q', { connectionString: '' }), 'INVALID_TYPE', 'connectionString'],
-      [construct('q', { pool: {} }), 'INVALID_TYPE', 'pool'],
+      [construct('q', { connectionString: '' }), 'INVALID_TYPE', 'options.connectionString'],
+      [construct('q', { pool: {} }), 'INVALID_TYPE', 'options.pool'],
+      [construct('q', { pool: null }), 'INVALID_TYPE', 'options.pool'],
+      [construct('q', { connectionString: cs, logger: console.log }), 'INVALID_TYPE', 'options.logger'],
+      [construct('q', { connectionString: cs, logger: { info() {} } }), 'INVALID_TYPE', 'options.logger'],
     ]
     for (const [call, code, field] of cases) {
       let err: unknown
@@ -225,9 +228,9 @@ describe('validation', () => {
 
   it('migrate rejects bad options before connecting', async () => {
     const cases: [unknown, string, string][] = [
-      [{ connectionString: db.url, schema: 'Bad-Name' }, 'INVALID_IDENTIFIER', 'schema'],
+      [{ connectionString: db.url, schema: 'Bad-Name' }, 'INVALID_IDENTIFIER', 'options.schema'],
       [{ connectionString: db.url, schema: neverSchema, schemas: ['x'] }, 'UNKNOWN_OPTION', 'options.schemas'],
-      [{ pool: probePool, schema: 'pg_toast' }, 'INVALID_IDENTIFIER', 'schema'],
+      [{ pool: probePool, schema: 'pg_toast' }, 'INVALID_IDENTIFIER', 'options.schema'],
     ]
     for (const [options, code, field] of cases) {
       await expect(migrate(options as never)).rejects.toMatchObject({ name: 'ValidationError', code, field })

@@ -32,7 +32,7 @@ describe('Worker input checks', () => {
     [{ connectionString: 'postgres://x', batchsize: 10 }, 'UNKNOWN_OPTION', 'options.batchsize'],
     [{ connectionString: 'postgres://x', schema: 'Bad-Schema' }, 'INVALID_IDENTIFIER', 'options.schema'],
     [{ connectionString: 'postgres://x', autorun: 'yes' }, 'INVALID_TYPE', 'options.autorun'],
-    [{}, 'CONFLICTING_OPTIONS', 'connectionString'],
+    [{}, 'CONFLICTING_OPTIONS', 'options.connectionString'],
   ])('rejects %o with %s on %s', (options, code, field) => {
     const make = () => new Worker('q', async () => {}, options as never)
     expect(make).toThrow(ValidationError)

@@ -18,18 +18,19 @@ export interface PoolHandle {
   owned: boolean
 }
 
+/** Checks `connectionString`/`pool` (fields named `options.…`) and opens or adopts the pool. */
 export function openPool(opts: ConnectionOptions, logger: Logger, max = 10): PoolHandle {
   if ((opts.connectionString === undefined) === (opts.pool === undefined)) {
-    fail('CONFLICTING_OPTIONS', 'connectionString', 'give exactly one of connectionString and pool')
+    fail('CONFLICTING_OPTIONS', 'options.connectionString', 'give exactly one of connectionString and pool')
   }
   if (opts.pool !== undefined) {
-    if (typeof opts.pool !== 'object' || typeof opts.pool.connect !== 'function') {
-      fail('INVALID_TYPE', 'pool', 'must be a pg.Pool')
+    if (typeof opts.pool !== 'object' || opts.pool === null || typeof opts.pool.connect !== 'function') {
+      fail('INVALID_TYPE', 'options.pool', 'must be a pg.Pool')
     }
     return { pool: opts.pool, owned: false }
   }
   if (typeof opts.connectionString !== 'string' || opts.connectionString.length === 0) {
-    fail('INVALID_TYPE', 'connectionString', 'must be a non-empty string')
+    fail('INVALID_TYPE', 'options.connectionString', 'must be a non-empty string')
   }
   const pool = new pg.Pool({ connectionString: opts.connectionString, max })
   // An idle client dropped by the server must not crash the process.

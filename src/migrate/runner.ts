@@ -4,7 +4,7 @@ import type { ConnectionOptions } from '../db/connection.js'
 import { openPool } from '../db/connection.js'
 import { checkSchema } from '../db/identifiers.js'
 import { fillPlaceholders } from '../db/sql-files.js'
-import { silentLogger, type Logger } from '../logger.js'
+import { checkLogger, type Logger } from '../logger.js'
 import { checkOptions } from '../validate.js'
 import { committedMigrations } from './migrations.js'
 
@@ -25,8 +25,8 @@ const OPTION_KEYS = ['connectionString', 'pool', 'schema', 'logger'] as const
  */
 export async function migrate(options: MigrateOptions): Promise<{ applied: string[] }> {
   const opts = checkOptions<MigrateOptions>(options, 'options', OPTION_KEYS)
-  const schema = checkSchema(opts.schema)
-  const logger = opts.logger ?? silentLogger
+  const schema = checkSchema(opts.schema, 'options.schema')
+  const logger = checkLogger(opts.logger, 'options.logger')
   const migrations = committedMigrations()
   const { pool, owned } = openPool(opts, logger, 1)
   const client = await pool.connect()

@@ -2,7 +2,7 @@
 
 import type { ConnectionOptions } from '../db/connection.js'
 import { checkSchema } from '../db/identifiers.js'
-import { type Logger, silentLogger } from '../logger.js'
+import { type Logger, checkLogger } from '../logger.js'
 import { MAX_DURATION_MS, checkBoolean, checkInteger, checkOptions } from '../validate.js'
 
 export interface WorkerOptions extends ConnectionOptions {
@@ -85,7 +85,7 @@ export function resolveWorkerOptions(options: unknown): { resolved: ResolvedWork
     autorun: o.autorun === undefined ? true : checkBoolean(o.autorun, 'options.autorun'),
     migrate: o.migrate === undefined ? true : checkBoolean(o.migrate, 'options.migrate'),
     poolSize: int('poolSize', Math.min(concurrency, 20) + 3, 2, 1_000),
-    logger: o.logger ?? silentLogger,
+    logger: checkLogger(o.logger, 'options.logger'),
   }
   return { resolved, connection: { connectionString: o.connectionString, pool: o.pool } }
 }
