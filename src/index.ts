@@ -1,7 +1,7 @@
 // Public exports of pgonce (DESIGN.md §11).
 
 export { Queue } from './queue.js'
-export type { QueueOptions, AddOptions, BulkItem, JobCounts, AddOutcomeCounts } from './queue.js'
+export type { QueueOptions, AddOptions, BulkItem, JobCounts, AddOutcomeCounts, WriteOptions } from './queue.js'
 export { Job } from './job.js'
 export type { JobState, AddOutcome, Backoff } from './job.js'
 export type { JobOptions, DeduplicationOptions } from './add-request.js'

@@ -1,5 +1,7 @@
 // The Job a Queue hands back: a stored row plus how the add that returned it was decided.
 
+import type { Transactional } from './db/executor.js'
+
 export type JobState = 'waiting' | 'delayed' | 'waiting-children' | 'active' | 'completed' | 'failed'
 
 /** How an add was decided (DESIGN.md §2). */
@@ -40,7 +42,7 @@ export interface JobRow {
 
 /** What a Job needs from its queue. */
 export interface JobOwner {
-  removeOwnedDeduplicationKey(key: string, jobId: string): Promise<boolean>
+  removeOwnedDeduplicationKey(key: string, jobId: string, options?: { tx?: Transactional }): Promise<boolean>
 }
 
 export class Job<Data = unknown> {
@@ -95,8 +97,8 @@ export class Job<Data = unknown> {
   }
 
   /** Deletes this job's dedup key only if this generation still owns it; true if it did. */
-  async removeDeduplicationKey(): Promise<boolean> {
+  async removeDeduplicationKey(options?: { tx?: Transactional }): Promise<boolean> {
     if (this.deduplicationId === null) return false
-    return this.owner.removeOwnedDeduplicationKey(this.deduplicationId, this.id)
+    return this.owner.removeOwnedDeduplicationKey(this.deduplicationId, this.id, options)
   }
 }

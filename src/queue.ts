@@ -36,6 +36,11 @@ export interface AddOptions extends JobOptions {
   tx?: Transactional
 }
 
+/** Where a write other than an add runs: your connection or transaction (it happens only if you commit). */
+export interface WriteOptions {
+  tx?: Transactional
+}
+
 export interface BulkItem<Data> {
   name: string
   data: Data
@@ -146,14 +151,16 @@ export class Queue<Data = unknown> implements JobOwner {
   }
 
   /** Deletes a dedup key whoever owns it, so the next add proceeds; true if a held key was removed. */
-  async removeDeduplicationKey(key: string): Promise<boolean> {
+  async removeDeduplicationKey(key: string, options?: WriteOptions): Promise<boolean> {
+    const { tx } = checkOptions<WriteOptions>(options, 'options', ['tx'])
     checkText(key, 'key')
-    return (await this.removeKey(key, null)).held
+    return (await this.removeKey(key, null, tx)).held
   }
 
   /** @internal Used by `job.removeDeduplicationKey()`: deletes the key only if job `jobId` owns it. */
-  async removeOwnedDeduplicationKey(key: string, jobId: string): Promise<boolean> {
-    return (await this.removeKey(key, jobId)).deleted
+  async removeOwnedDeduplicationKey(key: string, jobId: string, options?: WriteOptions): Promise<boolean> {
+    const { tx } = checkOptions<WriteOptions>(options, 'options', ['tx'])
+    return (await this.removeKey(key, jobId, tx)).deleted
   }
 
   /**
@@ -161,9 +168,10 @@ export class Queue<Data = unknown> implements JobOwner {
    * Throws `RetryJobError` (nothing changed) when the job is missing or not failed,
    * when a newer live generation has its jobId, or another job holds its dedup key.
    */
-  async retryJob(id: string): Promise<Job<Data>> {
+  async retryJob(id: string, options?: WriteOptions): Promise<Job<Data>> {
+    const { tx } = checkOptions<WriteOptions>(options, 'options', ['tx'])
     checkJobIdRef(id, 'id')
-    return new Job<Data>(await retryFailedJob(await this.executor(undefined), this.schema, id), null, this)
+    return new Job<Data>(await retryFailedJob(await this.executor(tx, 'options.tx'), this.schema, id), null, this)
   }
 
   /** Ends the pool pgonce opened (a pool you passed in is left open). */
@@ -174,8 +182,8 @@ export class Queue<Data = unknown> implements JobOwner {
     if (this.ownsPool) await this.pool.end()
   }
 
-  private async removeKey(key: string, jobId: string | null): Promise<{ deleted: boolean; held: boolean }> {
-    const execute = await this.executor(undefined)
+  private async removeKey(key: string, jobId: string | null, tx: Transactional | undefined): Promise<{ deleted: boolean; held: boolean }> {
+    const execute = await this.executor(tx, 'options.tx')
     const [row] = await execute<{ deleted: boolean; held: boolean }>(sqlFor('remove-dedup-key', this.schema), [this.name, key, jobId])
     return row as { deleted: boolean; held: boolean }
   }
