@@ -1,16 +1,99 @@
---! Previous: sha1:bccd7672c4377e1100553552f05beadab1987761
---! Hash: sha1:e54b962e5729bb0c27ad506ce101e5cd550290e0
---! Message: lean admission
+--! Previous: -
+--! Hash: sha1:ece3af67b74cb93c72092bf5c8cf9c58b43f1bd7
+--! Message: schema
 
--- Leaner admission (same rules): add_job() itself holds the rules of
--- DESIGN.md §2.1-2.2 (formerly _admit), the insert is one nested call, and the
--- wake-up decision rides on the INSERT statement instead of a query of its own.
+-- pgonce schema: jobs, dependencies, dedup keys, execution claims and
+-- processed effects; add_job()/add_jobs(), the one place where admission
+-- rules (jobId generations, TTL keys with extend/replace) are decided;
+-- dependents' promotion; inspection views.
+-- :PGONCE_SCHEMA is replaced by the (allow-listed, quoted) schema name, and
+-- :PGONCE_CHANNEL by the LISTEN/NOTIFY channel of that schema.
 
-drop function :PGONCE_SCHEMA.add_jobs(text, jsonb);
-drop function :PGONCE_SCHEMA.add_job(text, text, jsonb, text, text, bigint, boolean, boolean, bigint, integer, integer, jsonb, bigint[], boolean);
-drop function :PGONCE_SCHEMA._admit(text, text, jsonb, text, text, bigint, boolean, boolean, bigint, integer, integer, jsonb, bigint[]);
-drop function :PGONCE_SCHEMA._insert_job(text, text, jsonb, text, text, bigint, integer, integer, jsonb, bigint[]);
-drop function :PGONCE_SCHEMA._answer(text, text, :PGONCE_SCHEMA.jobs);
+create schema if not exists :PGONCE_SCHEMA;
+
+create sequence :PGONCE_SCHEMA.job_ids;
+
+create table :PGONCE_SCHEMA.jobs (
+  id            bigint primary key default nextval(':PGONCE_SCHEMA.job_ids'),
+  queue         text not null,
+  name          text not null,
+  job_id        text,
+  data          jsonb not null,
+  state         text not null default 'waiting'
+                check (state in ('waiting', 'delayed', 'waiting-children', 'active', 'completed', 'failed')),
+  priority      integer not null default 0,
+  run_at        timestamptz not null default now(),
+  attempts      integer not null default 0,
+  max_attempts  integer not null default 1,
+  backoff       jsonb,
+  dedup_key     text,
+  lock_token    uuid,
+  locked_until  timestamptz,
+  locked_by     text,
+  last_error    text,
+  error_stack   text,
+  result        jsonb,
+  created_at    timestamptz not null default now(),
+  started_at    timestamptz,
+  finished_at   timestamptz
+);
+comment on table :PGONCE_SCHEMA.jobs is
+  'One row per job generation. state: waiting|delayed|waiting-children|active|completed|failed. attempts counts runs started.';
+
+-- A custom job id is unique among live generations, across all queues.
+create unique index jobs_live_job_id on :PGONCE_SCHEMA.jobs (job_id)
+  where job_id is not null and state in ('waiting', 'delayed', 'waiting-children', 'active');
+-- History lookup of a custom id (newest terminal generation).
+create index jobs_job_id_history on :PGONCE_SCHEMA.jobs (job_id, id)
+  where job_id is not null;
+-- The fetch order of workers: priority, then run_at, then id.
+create index jobs_due on :PGONCE_SCHEMA.jobs (queue, priority, run_at, id)
+  where state in ('waiting', 'delayed');
+-- Expired leases, for rescue.
+create index jobs_leases on :PGONCE_SCHEMA.jobs (locked_until)
+  where state = 'active';
+
+create table :PGONCE_SCHEMA.job_dependencies (
+  job_id      bigint not null,
+  depends_on  bigint not null,
+  primary key (job_id, depends_on)
+);
+create index job_dependencies_parent on :PGONCE_SCHEMA.job_dependencies (depends_on);
+
+create table :PGONCE_SCHEMA.dedup_keys (
+  queue       text not null,
+  key         text not null,
+  job_id      bigint not null,
+  expires_at  timestamptz,
+  primary key (queue, key)
+);
+comment on table :PGONCE_SCHEMA.dedup_keys is
+  'Held while the owner row exists and (expires_at > now() or (expires_at is null and the owner is live)).';
+create index dedup_keys_expiry on :PGONCE_SCHEMA.dedup_keys (expires_at)
+  where expires_at is not null;
+
+create table :PGONCE_SCHEMA.execution_claims (
+  key         text primary key,
+  state       text not null check (state in ('running', 'done')),
+  token       uuid,
+  expires_at  timestamptz
+);
+create index execution_claims_expiry on :PGONCE_SCHEMA.execution_claims (expires_at)
+  where expires_at is not null;
+
+create table :PGONCE_SCHEMA.processed_effects (
+  effect_key   text primary key,
+  recorded_at  timestamptz not null default now()
+);
+
+create type :PGONCE_SCHEMA.admission as (
+  ordinal  integer,
+  outcome  text,
+  error    text,
+  job      :PGONCE_SCHEMA.jobs
+);
+comment on type :PGONCE_SCHEMA.admission is
+  'outcome: added|duplicate-job-id|duplicate-key|extended|replaced; error: EXTEND_NOT_PENDING|REPLACE_HAS_DEPENDENTS|DEPENDENCY_NOT_FOUND (outcome is null, job is the owner).';
 
 -- Inserts one job unless its jobId is live (then returns null). Wakes idle
 -- workers: NOTIFY only when the queue had no due waiting job before this insert
@@ -28,6 +111,11 @@ declare
   v_row record;
 begin
   if p_depends_on is not null and cardinality(p_depends_on) > 0 then
+    -- Lock the parents first: one completing right now either commits before
+    -- the read below (and is seen completed), or waits for this insert to
+    -- commit and then promotes it (_promote_dependents reads with a fresh
+    -- snapshot).
+    perform 1 from :PGONCE_SCHEMA.jobs where id = any(p_depends_on) order by id for share;
     select coalesce(bool_or(j.state is distinct from 'completed'), false) into v_blocked
     from unnest(p_depends_on) d(id) left join :PGONCE_SCHEMA.jobs j on j.id = d.id;
   end if;
@@ -235,14 +323,13 @@ $$;
 
 -- addBulk: one statement, all-or-nothing. Items are jsonb objects with keys
 -- name, data, jobId, dedupId, dedupTtlMs, extend, replace, delayMs, priority,
--- attempts, backoff, dependsOn. Items without jobId, key or dependencies go in
--- one set-based INSERT. The others are admitted one by one through add_job(),
--- sorted by the key (else jobId) they lock, so concurrent batches lock rows in
--- the same order and cannot deadlock; items sharing a key or jobId keep their
--- input order, so they are answered as if added one after another. On a
--- rejection the whole batch is rolled back and a single row carries the error
--- (the caller's transaction stays usable).
-create function :PGONCE_SCHEMA.add_jobs(p_queue text, p_items jsonb)
+-- attempts, backoff, dependsOn, at. Items without jobId, key or dependencies go
+-- in one set-based INSERT; the others are admitted one by one through
+-- add_job(), in array order. On a rejection the whole batch is rolled back and
+-- a single row carries the error (the caller's transaction stays usable).
+-- Concurrent batches avoid deadlocks when each sends its keyed items sorted by
+-- the key (else jobId) they lock, as queue.addBulk does.
+create function :PGONCE_SCHEMA.add_jobs(p_queue text, p_items jsonb, p_lean boolean default false)
 returns setof :PGONCE_SCHEMA.admission
 language plpgsql as $$
 declare
@@ -253,7 +340,7 @@ declare
   v_rejected :PGONCE_SCHEMA.admission;
   v_plain :PGONCE_SCHEMA.admission[] := '{}';
   v_ids bigint[];
-  v_ords integer[];
+  v_pos integer[];
   v_keyed :PGONCE_SCHEMA.admission[] := '{}';
 begin
   begin
@@ -262,7 +349,7 @@ begin
     -- would be planned as a nested loop: quadratic in the batch size).
     select coalesce(array_agg(nextval(':PGONCE_SCHEMA.job_ids') order by e.ord), '{}'),
            coalesce(array_agg(e.ord::integer order by e.ord), '{}')
-    into v_ids, v_ords
+    into v_ids, v_pos
     from jsonb_array_elements(p_items) with ordinality e(item, ord)
     where e.item->'jobId' is null and e.item->'dedupId' is null and e.item->'dependsOn' is null;
 
@@ -273,7 +360,7 @@ begin
           case when coalesce((it->>'delayMs')::bigint, 0) > 0 then 'delayed' else 'waiting' end,
           now() + make_interval(secs => coalesce((it->>'delayMs')::bigint, 0) / 1000.0),
           coalesce((it->>'priority')::integer, 0), coalesce((it->>'attempts')::integer, 1), it->'backoff'
-        from unnest(v_ids, v_ords) o(id, ord), lateral (select p_items->(o.ord - 1) as it) i
+        from unnest(v_ids, v_pos) o(id, pos), lateral (select p_items->(o.pos - 1) as it) i
         returning state
       )
       select coalesce(bool_or(ins.state = 'delayed'), false) or not exists (
@@ -281,16 +368,28 @@ begin
                where w.queue = p_queue and w.state = 'waiting' and w.run_at <= now())
       into v_wake
       from ins;
-      select array_agg(row(o.ord, 'added', null, j):::PGONCE_SCHEMA.admission)
-      into v_plain
-      from unnest(v_ids, v_ords) o(id, ord) join :PGONCE_SCHEMA.jobs j on j.id = o.id;
+      if p_lean then
+        -- Only what the caller cannot know: id, state, run_at, created_at.
+        select array_agg(row(coalesce((it->>'at')::integer, o.pos), 'added', null,
+                 jsonb_populate_record(null:::PGONCE_SCHEMA.jobs, jsonb_build_object(
+                   'id', o.id, 'queue', p_queue,
+                   'state', case when coalesce((it->>'delayMs')::bigint, 0) > 0 then 'delayed' else 'waiting' end,
+                   'run_at', now() + make_interval(secs => coalesce((it->>'delayMs')::bigint, 0) / 1000.0),
+                   'created_at', now()))):::PGONCE_SCHEMA.admission)
+        into v_plain
+        from unnest(v_ids, v_pos) o(id, pos), lateral (select p_items->(o.pos - 1) as it) i;
+      else
+        select array_agg(row(coalesce((p_items->(o.pos - 1)->>'at')::integer, o.pos), 'added', null, j):::PGONCE_SCHEMA.admission)
+        into v_plain
+        from unnest(v_ids, v_pos) o(id, pos) join :PGONCE_SCHEMA.jobs j on j.id = o.id;
+      end if;
     end if;
 
     for v_item, v_ord in
-      select e.item, e.ord::integer
+      select e.item, coalesce((e.item->>'at')::integer, e.ord::integer)
       from jsonb_array_elements(p_items) with ordinality e(item, ord)
       where e.item->'jobId' is not null or e.item->'dedupId' is not null or e.item->'dependsOn' is not null
-      order by coalesce('k:' || (e.item->>'dedupId'), 'j:' || (e.item->>'jobId'), ''), e.ord
+      order by e.ord
     loop
       v_res := :PGONCE_SCHEMA.add_job(p_queue, v_item->>'name', coalesce(v_item->'data', '{}'::jsonb),
         v_item->>'jobId', v_item->>'dedupId', (v_item->>'dedupTtlMs')::bigint,
@@ -322,4 +421,59 @@ begin
 end
 $$;
 
-drop function :PGONCE_SCHEMA._queue_was_idle(text);
+-- Moves dependents of the just-completed jobs p_done out of waiting-children
+-- when every dependency has completed (p_done counts as completed: the caller
+-- completes them in the same statement). Returns every waiting dependent found
+-- and whether it was promoted (a dependent still waiting on a parent that a
+-- concurrent transaction is completing is promoted by the caller's follow-up
+-- or by housekeeping).
+create function :PGONCE_SCHEMA._promote_dependents(p_done bigint[])
+returns table (job_id bigint, queue text, promoted boolean)
+language plpgsql volatile as $$
+begin
+  return query
+  with waiting as (
+    select c.id, c.queue from :PGONCE_SCHEMA.jobs c
+    where c.id = any(array(
+        select dep.job_id from :PGONCE_SCHEMA.job_dependencies dep
+        where dep.depends_on = any(p_done)))
+      and c.state = 'waiting-children'
+  ), moved as (
+    update :PGONCE_SCHEMA.jobs c
+    -- clock_timestamp(): the dependent may have been added after this transaction began.
+    set state = case when c.run_at <= clock_timestamp() then 'waiting' else 'delayed' end
+    from waiting w
+    where c.id = w.id and c.state = 'waiting-children'
+      and not exists (
+        select 1 from :PGONCE_SCHEMA.job_dependencies dep
+        join :PGONCE_SCHEMA.jobs p on p.id = dep.depends_on
+        where dep.job_id = c.id and p.state <> 'completed' and p.id <> all(p_done))
+    returning c.id
+  )
+  select w.id, w.queue, exists (select 1 from moved m where m.id = w.id) from waiting w;
+end
+$$;
+
+-- Inspection views: the questions an operator asks in psql.
+
+-- How many jobs per queue and state (a delayed job that is due counts as waiting).
+create view :PGONCE_SCHEMA.job_counts as
+select queue,
+       case when state = 'delayed' and run_at <= now() then 'waiting' else state end as state,
+       count(*) as jobs
+from :PGONCE_SCHEMA.jobs
+group by 1, 2;
+
+-- Which dedup keys are held, by which job, until when (null: while the job is live).
+create view :PGONCE_SCHEMA.held_keys as
+select k.queue, k.key, k.job_id, o.state as job_state, k.expires_at
+from :PGONCE_SCHEMA.dedup_keys k
+join :PGONCE_SCHEMA.jobs o on o.id = k.job_id
+where k.expires_at > now()
+   or (k.expires_at is null and o.state in ('waiting', 'delayed', 'waiting-children', 'active'));
+
+-- What failed for good, and why (the dead-letter set); retry one with queue.retryJob(id).
+create view :PGONCE_SCHEMA.failed_jobs as
+select id, queue, name, job_id, attempts, max_attempts, last_error, error_stack, finished_at, data
+from :PGONCE_SCHEMA.jobs
+where state = 'failed';
