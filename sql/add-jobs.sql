@@ -7,4 +7,4 @@ select a.ordinal, a.outcome, a.error, (a.job).id, (a.job).state,
   (extract(epoch from (a.job).created_at) * 1000)::float8 as created_at_ms,
   case when a.outcome is null or a.outcome not in ('added', 'replaced')
     then (to_jsonb(a.job) || jsonb_build_object('id', (a.job).id::text))::text end as job
-from :PGONCE_SCHEMA.add_jobs($1, $2::jsonb, false) a
+from :PGONCE_SCHEMA.add_jobs($1, $2::jsonb) a

@@ -83,7 +83,7 @@ export class Effects {
     const o = checkOptions<RunOnceOptions>(opts, 'opts', RUN_ONCE_KEYS)
     const claimTtl = o.claimTtl === undefined ? DEFAULT_CLAIM_TTL_MS : checkInteger(o.claimTtl, 'opts.claimTtl', 1, MAX_DURATION_MS)
     const doneTtl = o.doneTtl === undefined ? null : checkInteger(o.doneTtl, 'opts.doneTtl', 1, MAX_DURATION_MS)
-    const execute = await this.executor(undefined)
+    const execute = await this.executor()
 
     const token = randomUUID()
     const refused = await this.claim(execute, key, token, claimTtl)
@@ -109,7 +109,7 @@ export class Effects {
   async record(tx: Transactional, key: string): Promise<boolean> {
     const execute = executorFor(tx, 'tx')
     checkText(key, 'key')
-    await this.executor(undefined)
+    await this.executor()
     const rows = await execute(sqlFor('effects-record', this.schema), [key])
     const first = rows.length > 0
     this.logger.debug({ key, first }, 'pgonce: effect recorded')
@@ -170,12 +170,10 @@ export class Effects {
     return outcome
   }
 
-  /** Migrates on first use, then gives the caller's `tx` or pgonce's pool as an executor. */
-  private async executor(tx: Transactional | undefined): Promise<Execute> {
+  /** Migrates on first use, then gives pgonce's pool as an executor (a caller's `tx` is checked where it is taken). */
+  private async executor(): Promise<Execute> {
     if (this.closed) throw new Error('pgonce: this Effects is closed')
-    // Only an absent tx means "pgonce's pool": a null or wrong tx must not silently run outside the caller's transaction.
-    const execute = tx === undefined ? executorFor(this.pool) : executorFor(tx, 'tx')
     await this.ready.ensure()
-    return execute
+    return executorFor(this.pool)
   }
 }

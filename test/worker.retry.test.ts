@@ -22,6 +22,18 @@ function opts() {
   return { connectionString: db.url, schema: db.schema, pollIntervalMs: 100, maintenanceIntervalMs: 0, migrate: false }
 }
 
+/** Runs job `id` on a worker whose handler always throws, until the job has failed for good. */
+async function failForGood(id: string): Promise<void> {
+  const worker = new Worker<{ n: number }>('retry', async () => {
+    throw new Error('fails')
+  }, opts())
+  try {
+    await waitForState(db, id, 'failed')
+  } finally {
+    await worker.close()
+  }
+}
+
 describe('Worker retries', () => {
   it('retries with a fixed backoff measured on the database clock, then fails for good keeping message and stack', async () => {
     const job = await queue.add('flaky', { n: 1 }, { attempts: 3, backoff: 300 })
@@ -103,14 +115,7 @@ describe('Worker retries', () => {
   it('retryJob re-takes a released no-TTL dedup key: a later add of the key answers with the retried job', async () => {
     const key = 'retry-key-no-ttl'
     const job = await queue.add('keyed', { n: 7 }, { deduplication: { id: key }, attempts: 1 })
-    const worker = new Worker<{ n: number }>('retry', async () => {
-      throw new Error('fails')
-    }, opts())
-    try {
-      await waitForState(db, job.id, 'failed')
-    } finally {
-      await worker.close()
-    }
+    await failForGood(job.id)
     expect(await queue.getDeduplicationJobId(key)).toBeNull()
     await queue.retryJob(job.id)
     expect(await queue.getDeduplicationJobId(key)).toBe(job.id)
@@ -123,14 +128,7 @@ describe('Worker retries', () => {
 
   it('retryJob refuses with a clear error while a newer live generation of its jobId exists', async () => {
     const job = await queue.add('gen', { n: 4 }, { jobId: 'retry-gen', attempts: 1 })
-    const worker = new Worker<{ n: number }>('retry', async () => {
-      throw new Error('fails')
-    }, opts())
-    try {
-      await waitForState(db, job.id, 'failed')
-    } finally {
-      await worker.close()
-    }
+    await failForGood(job.id)
     const next = await queue.add('gen', { n: 5 }, { jobId: 'retry-gen', delay: 60_000 })
     expect(next.id).not.toBe(job.id)
     const err = await queue.retryJob(job.id).catch((e: unknown) => e)

@@ -1,5 +1,5 @@
 --! Previous: -
---! Hash: sha1:ece3af67b74cb93c72092bf5c8cf9c58b43f1bd7
+--! Hash: sha1:cbe55149915d30247b28f29dcc8c13a7fdf8cd2c
 --! Message: schema
 
 -- pgonce schema: jobs, dependencies, dedup keys, execution claims and
@@ -329,7 +329,7 @@ $$;
 -- a single row carries the error (the caller's transaction stays usable).
 -- Concurrent batches avoid deadlocks when each sends its keyed items sorted by
 -- the key (else jobId) they lock, as queue.addBulk does.
-create function :PGONCE_SCHEMA.add_jobs(p_queue text, p_items jsonb, p_lean boolean default false)
+create function :PGONCE_SCHEMA.add_jobs(p_queue text, p_items jsonb)
 returns setof :PGONCE_SCHEMA.admission
 language plpgsql as $$
 declare
@@ -368,21 +368,9 @@ begin
                where w.queue = p_queue and w.state = 'waiting' and w.run_at <= now())
       into v_wake
       from ins;
-      if p_lean then
-        -- Only what the caller cannot know: id, state, run_at, created_at.
-        select array_agg(row(coalesce((it->>'at')::integer, o.pos), 'added', null,
-                 jsonb_populate_record(null:::PGONCE_SCHEMA.jobs, jsonb_build_object(
-                   'id', o.id, 'queue', p_queue,
-                   'state', case when coalesce((it->>'delayMs')::bigint, 0) > 0 then 'delayed' else 'waiting' end,
-                   'run_at', now() + make_interval(secs => coalesce((it->>'delayMs')::bigint, 0) / 1000.0),
-                   'created_at', now()))):::PGONCE_SCHEMA.admission)
-        into v_plain
-        from unnest(v_ids, v_pos) o(id, pos), lateral (select p_items->(o.pos - 1) as it) i;
-      else
-        select array_agg(row(coalesce((p_items->(o.pos - 1)->>'at')::integer, o.pos), 'added', null, j):::PGONCE_SCHEMA.admission)
-        into v_plain
-        from unnest(v_ids, v_pos) o(id, pos) join :PGONCE_SCHEMA.jobs j on j.id = o.id;
-      end if;
+      select array_agg(row(coalesce((p_items->(o.pos - 1)->>'at')::integer, o.pos), 'added', null, j):::PGONCE_SCHEMA.admission)
+      into v_plain
+      from unnest(v_ids, v_pos) o(id, pos) join :PGONCE_SCHEMA.jobs j on j.id = o.id;
     end if;
 
     for v_item, v_ord in
