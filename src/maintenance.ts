@@ -1,4 +1,4 @@
-// Housekeeping (DESIGN.md §7): rescues expired leases, deletes expired dedup keys and claims, promotes stranded dependents; one runner at a time.
+// Housekeeping (DESIGN.md §7): rescues expired leases, deletes expired dedup keys, claims and idle-worker sign-ups, promotes stranded dependents; one runner at a time.
 
 import type pg from 'pg'
 import type { ConnectionOptions } from './db/connection.js'
@@ -24,6 +24,8 @@ export interface MaintenanceResult {
   expiredKeys: number
   /** Expired execution claims and done markers deleted. */
   expiredClaims: number
+  /** Idle-worker sign-ups that had expired (their worker stopped without withdrawing them), deleted. */
+  staleIdleWorkers: number
   /** Jobs moved out of 'waiting-children' whose dependencies had all completed without promoting them (a crash in between). */
   promoted: number
   /** False when another runner held the lock, so this call did nothing. */
@@ -48,7 +50,7 @@ export async function runMaintenance(options: MaintenanceOptions): Promise<Maint
   const batchSize = opts.batchSize === undefined ? 1000 : checkInteger(opts.batchSize, 'options.batchSize', 1, 100_000)
   const logger = checkLogger(opts.logger, 'options.logger').child({ component: 'pgonce.maintenance' })
   const { pool, owned } = openPool(opts, logger, 1)
-  const result: MaintenanceResult = { rescued: 0, expiredKeys: 0, expiredClaims: 0, promoted: 0, ran: false }
+  const result: MaintenanceResult = { rescued: 0, expiredKeys: 0, expiredClaims: 0, staleIdleWorkers: 0, promoted: 0, ran: false }
   try {
     const client = await pool.connect()
     let broken: Error | undefined
@@ -61,6 +63,7 @@ export async function runMaintenance(options: MaintenanceOptions): Promise<Maint
         result.promoted = await drain(client, sqlFor('promote-dependents', schema), [null, batchSize])
         result.expiredKeys = await drain(client, sqlFor('delete-expired-dedup-keys', schema), [batchSize])
         result.expiredClaims = await drain(client, sqlFor('delete-expired-claims', schema), [batchSize])
+        result.staleIdleWorkers = await drain(client, sqlFor('delete-stale-idle-workers', schema), [batchSize])
       } finally {
         await client.query(sqlFor('release-maintenance-lock', schema), [schema])
       }
@@ -74,7 +77,7 @@ export async function runMaintenance(options: MaintenanceOptions): Promise<Maint
   } finally {
     if (owned) await pool.end()
   }
-  if (result.rescued + result.expiredKeys + result.expiredClaims + result.promoted > 0) {
+  if (result.rescued + result.expiredKeys + result.expiredClaims + result.staleIdleWorkers + result.promoted > 0) {
     logger.info({ ...result, schema }, 'pgonce: housekeeping')
   }
   return result

@@ -1,4 +1,4 @@
-// runMaintenance: rescues expired leases (attempt counted, failed when none is left), sweeps expired keys and claims, promotes stranded dependents; one runner at a time.
+// runMaintenance: rescues expired leases (attempt counted, failed when none is left), sweeps expired keys, claims and idle-worker sign-ups, promotes stranded dependents; one runner at a time.
 
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -78,6 +78,16 @@ describe('runMaintenance', () => {
     expect(job.id).not.toBe(old.id)
   })
 
+  it('deletes expired idle-worker sign-ups, keeping live ones', async () => {
+    await db.pool.query(
+      `insert into "${db.schema}".idle_workers (queue, worker_id, alive_key, lease_ms, expires_at) values
+         ('maint-idle', 'gone', 1, 30000, now() - interval '1 second'),
+         ('maint-idle', 'sleeping', 2, 30000, now() + interval '1 minute')`)
+    expect(await runMaintenance({ pool: db.pool, schema: db.schema })).toMatchObject({ staleIdleWorkers: 1 })
+    const { rows } = await db.pool.query<{ worker_id: string }>(`select worker_id from "${db.schema}".idle_workers where queue = 'maint-idle'`)
+    expect(rows.map((r) => r.worker_id)).toEqual(['sleeping'])
+  })
+
   it('runs one at a time: a second runner returns at once while the lock is held', async () => {
     const holder = new pg.Client({ connectionString: db.url })
     await holder.connect()
@@ -86,7 +96,7 @@ describe('runMaintenance', () => {
       const job = await queue.add('x', {}, { attempts: 2 })
       await leaseExpired(job.id, 1)
       const blocked = await runMaintenance({ pool: db.pool, schema: db.schema })
-      expect(blocked).toEqual({ rescued: 0, expiredKeys: 0, expiredClaims: 0, promoted: 0, ran: false })
+      expect(blocked).toEqual({ rescued: 0, expiredKeys: 0, expiredClaims: 0, staleIdleWorkers: 0, promoted: 0, ran: false })
       expect((await storedJob(db, job.id)).state).toBe('active')
       await holder.query(sqlFor('release-maintenance-lock', db.schema), [db.schema])
       expect(await runMaintenance({ pool: db.pool, schema: db.schema })).toMatchObject({ rescued: 1, ran: true })
@@ -99,7 +109,7 @@ describe('runMaintenance', () => {
     const [p1, p2] = await queue.addBulk([{ name: 'p', data: {} }, { name: 'p', data: {} }])
     const child = await queue.add('c', {}, { dependsOn: [p1!.id, p2!.id] })
     const { rows: claimed } = await db.pool.query<{ id: string; lock_token: string }>(
-      sqlFor('claim-due-jobs', db.schema), ['maint', 100, 60_000, 'test'])
+      sqlFor('claim-due-jobs', db.schema), ['maint', 100, 60_000, 'test', null, null])
     const token = (id: string) => claimed.find((r) => r.id === id)!.lock_token
     // Each completion runs in its own open transaction: neither sees the other's parent completed.
     const a = new pg.Client({ connectionString: db.url })

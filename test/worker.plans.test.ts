@@ -41,7 +41,7 @@ const ARRAYS = `'{1,2,3}', '{00000000-0000-0000-0000-000000000001,00000000-0000-
 
 describe('generic plans', () => {
   it('claim: walks jobs_due in order and updates by primary key', async () => {
-    const plan = await genericPlan('claim-due-jobs', 'text, integer, bigint, text', `'q', 100, 30000, 'w'`)
+    const plan = await genericPlan('claim-due-jobs', 'text, integer, bigint, text, bigint, bigint', `'q', 100, 30000, 'w', 42, 5000`)
     expect(plan).toContain('jobs_due')
     expect(plan).toContain('jobs_pkey')
     expect(plan).not.toMatch(/Seq Scan on jobs/)

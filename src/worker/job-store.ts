@@ -71,12 +71,33 @@ export class JobStore {
     private readonly leaseMs: number,
   ) {}
 
-  /** Claims up to `limit` due jobs in one statement (FOR UPDATE SKIP LOCKED), in priority order. */
-  async claim(limit: number): Promise<ClaimedRow[]> {
+  /**
+   * Claims up to `limit` due jobs in one statement (FOR UPDATE SKIP LOCKED), in priority order.
+   * When none is due and `signUp` is given, the worker signs up for hand-offs in the same statement.
+   */
+  async claim(limit: number, signUp: { aliveKey: string; ttlMs: number } | null): Promise<ClaimedRow[]> {
     const { rows } = await this.pool.query<ClaimedRow>({
-      ...prepared('claim-due-jobs', this.schema), values: [this.queue, limit, this.leaseMs, this.workerId],
+      ...prepared('claim-due-jobs', this.schema),
+      values: [this.queue, limit, this.leaseMs, this.workerId, signUp?.aliveKey ?? null, signUp?.ttlMs ?? null],
     })
     return rows
+  }
+
+  /** A handed-off job whose NOTIFY payload carried only id and token; null if it is no longer ours. */
+  async handedOff(id: string, token: string): Promise<ClaimedRow | null> {
+    const { rows } = await this.pool.query<ClaimedRow>({ ...prepared('get-handed-off-job', this.schema), values: [id, token] })
+    return rows[0] ?? null
+  }
+
+  /** Withdraws this worker's idle sign-ups: no more hand-offs. */
+  async withdraw(): Promise<void> {
+    await this.pool.query({ ...prepared('withdraw-idle-worker', this.schema), values: [this.workerId] })
+  }
+
+  /** Returns jobs handed to this worker that it does not hold (tokens `held`) to the queue; how many. */
+  async releaseUnheld(held: string[]): Promise<number> {
+    const { rows } = await this.pool.query<{ count: number }>({ ...prepared('release-unheld-handoffs', this.schema), values: [this.workerId, held] })
+    return rows[0]?.count ?? 0
   }
 
   /** Runs `fn` after the previous multi-row change has finished. */

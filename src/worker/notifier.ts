@@ -15,6 +15,8 @@ const MAX_RETRY_MS = 5_000
 
 export class Notifier {
   private client: pg.Client | null = null
+  /** Whether the live connection holds the session advisory lock `aliveKey`. */
+  private holdsAliveKey = false
   private retryMs = FIRST_RETRY_MS
   private timer: NodeJS.Timeout | undefined
   private stopped = false
@@ -25,7 +27,14 @@ export class Notifier {
     private readonly channel: string,
     private readonly events: NotifierEvents,
     private readonly logger: Logger,
+    /** A session advisory lock the connection holds while it lives: others test it to know this listener is alive. */
+    private readonly aliveKey: string,
   ) {}
+
+  /** The advisory-lock key held by the live LISTEN connection, null while it is down (or the key was taken). */
+  get heldAliveKey(): string | null {
+    return this.client !== null && this.holdsAliveKey ? this.aliveKey : null
+  }
 
   /** The backend pid of the live LISTEN connection, if any (for inspection and tests). */
   get pid(): number | null {
@@ -58,6 +67,8 @@ export class Notifier {
         await client.connect()
         // The channel comes from an allow-listed schema name; quoted because it contains ':'.
         await client.query(`listen "${this.channel}"`)
+        const { rows } = await client.query<{ locked: boolean }>('select pg_try_advisory_lock($1::bigint) as locked', [this.aliveKey])
+        this.holdsAliveKey = rows[0]?.locked === true
       } catch (err) {
         this.logger.warn({ err }, 'pgonce: LISTEN connection failed; polling until it is back')
         client.removeAllListeners('end')

@@ -45,6 +45,8 @@ const MAX_COMPLETION_BATCH = 2_000
 const MIN_REWAKE_MS = 5
 /** Longest pause before claiming (or migrating) again after a failure. */
 const MAX_CLAIM_RETRY_MS = 5_000
+/** An idle sign-up outlives this many poll intervals (each empty poll renews it), plus a second. */
+const SIGN_UP_POLLS = 2
 
 /**
  * Runs `handler` for the jobs of queue `queue` (DESIGN.md §3).
@@ -93,6 +95,8 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
   private dueTimer: NodeJS.Timeout | undefined
   private dueAt = Infinity
   private settledWaiters: (() => void)[] = []
+  /** NOTIFY payloads that hand a job to this worker start with it (see idle_workers). */
+  private readonly handoffPrefix: string
 
   constructor(queue: string, private readonly handler: Handler<Data, Result>, options: WorkerOptions) {
     super()
@@ -118,12 +122,15 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
       keepAlive: true,
       keepAliveInitialDelayMillis: 10_000,
     }
+    this.handoffPrefix = `handoff ${this.id} `
+    const aliveKey = BigInt.asIntN(64, BigInt(`0x${randomBytes(8).toString('hex')}`)).toString()
     this.notifier = new Notifier(listenConfig, channelOf(this.schema), {
       onNotify: (payload) => {
         if (payload === this.queue) this.wake()
+        else if (payload.startsWith(this.handoffPrefix)) this.takeHandoff(payload.slice(this.handoffPrefix.length))
       },
       onReconnect: () => this.wake(),
-    }, this.logger)
+    }, this.logger, aliveKey)
     if (resolved.autorun) this.run().catch(() => {})
   }
 
@@ -236,7 +243,9 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
     this.wokenDuringClaim = false
     const busy = this.running > 0 || buffered > 0
     const sent = performance.now()
-    this.claiming = this.store.claim(want).then(
+    const aliveKey = this.notifier.heldAliveKey
+    const signUp = aliveKey === null ? null : { aliveKey, ttlMs: SIGN_UP_POLLS * this.opts.pollIntervalMs + 1_000 }
+    this.claiming = this.store.claim(want, signUp).then(
       (rows) => {
         this.pace.claimReturned(performance.now() - sent, busy)
         this.claimed(rows)
@@ -248,16 +257,48 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
   private claimed(rows: ClaimedRow[]): void {
     this.claiming = null
     this.claimRetryMs = 100
-    for (const row of rows) {
-      const h = new HeldJob<Data>(row, new Job<Data>(claimedToJobRow(row), null, this), this.services)
-      this.held.set(row.lock_token, h)
-      this.buffer.push(h)
-    }
+    for (const row of rows) this.hold(row)
     if (rows.length === 0 && !this.wokenDuringClaim) {
       // Only an empty claim puts the worker to sleep, until NOTIFY, the poll, or the next due time.
       this.sleeping = true
       if (this.state === 'running') void this.scheduleNextDue()
     }
+    this.pump()
+  }
+
+  private hold(row: ClaimedRow): void {
+    const h = new HeldJob<Data>(row, new Job<Data>(claimedToJobRow(row), null, this), this.services)
+    this.held.set(row.lock_token, h)
+    this.buffer.push(h)
+  }
+
+  /**
+   * add_job() handed this worker a job (already active under a lock token of ours): run it without
+   * a claim. A payload too large for NOTIFY carries id and token only; the row is read then.
+   */
+  private takeHandoff(json: string): void {
+    let row: ClaimedRow
+    try {
+      row = JSON.parse(json) as ClaimedRow
+    } catch (err) {
+      this.reportError(new Error(`pgonce: unreadable hand-off payload: ${(err as Error).message}`))
+      return
+    }
+    // Closing: shutdown() returns every job handed to it and not held to the queue.
+    if (this.state !== 'running') return
+    if (row.name !== undefined) return this.accept(row)
+    this.store.handedOff(row.id, row.lock_token).then((full) => {
+      if (full === null) return
+      if (this.state === 'running') return this.accept(full)
+      return this.store.release([full.id], [full.lock_token], 0).then(() => {})
+    }).catch((err: Error) => this.reportError(err))
+  }
+
+  private accept(row: ClaimedRow): void {
+    this.hold(row)
+    this.logger.debug({ jobId: row.id }, 'pgonce: job handed over by add_job()')
+    // Awake again: after this job the worker claims, and signs up anew if nothing is due.
+    this.sleeping = false
     this.pump()
   }
 
@@ -426,6 +467,8 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
     if (wasRunning) {
       await this.started?.catch(() => {})
       await this.claiming
+      // No more hand-offs; one already under way is released below, once the listener is stopped.
+      await this.store.withdraw().catch((err: Error) => this.reportError(err))
       await this.releaseBuffered()
       if (!(await this.allSettled(this.opts.closeTimeoutMs))) {
         const still = [...this.held.values()].filter((h) => h.phase === 'running')
@@ -443,6 +486,9 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
     this.state = 'closed'
     await this.maintaining
     await this.notifier.stop()
+    if (wasRunning) {
+      await this.store.releaseUnheld([...this.held.keys()]).catch((err: Error) => this.reportError(err))
+    }
     await this.effects.close()
     if (this.ownsPool) await this.pool.end()
     this.logger.info('pgonce: worker closed')
