@@ -1,7 +1,7 @@
 // Workers and the hand-off: an idle worker gets the next job from add_job() itself, without a claim; a dead or closing one never keeps a job.
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { Queue, Worker } from '../src/index.js'
+import { Queue, Worker, runMaintenance } from '../src/index.js'
 import { type TestSchema, freshSchema } from './support/schema.js'
 import { exited, spawnFixture, storedJob, waitFor, waitForState } from './fixtures/worker-helpers.js'
 
@@ -125,6 +125,44 @@ describe('hand-off to an idle Worker', () => {
       await closed
       expect(await waitForState(db, running.id, 'completed', 5_000)).toMatchObject({ attempts: 1 })
       expect(await storedJob(db, late.id)).toMatchObject({ state: 'waiting', attempts: 0, locked_by: null, lock_token: null })
+    } finally {
+      release.open()
+      client.release()
+      await worker.close()
+      await queue.close()
+    }
+  })
+
+  it('a job handed over inside a transaction that stayed open past the lease gets its lease extended on arrival, so housekeeping cannot rescue it while it runs', async () => {
+    const queue = new Queue('long-tx', { connectionString: db.url, schema: db.schema, migrate: false })
+    const release = gate()
+    let runs = 0
+    const worker = new Worker('long-tx', async () => {
+      runs++
+      await release.wait
+    }, { ...options(), leaseMs: 3_000, heartbeatMs: 2_999 })
+    const client = await db.pool.connect()
+    try {
+      await worker.run()
+      await signedUp('long-tx', worker.id)
+      await client.query('begin')
+      const job = await queue.add('slow-commit', {}, { tx: client })
+      expect(job.state).toBe('active')
+      // Past the lease, and committed before the worker's next regular heartbeat (3 s after it started).
+      await new Promise((r) => setTimeout(r, 3_300))
+      await client.query('commit')
+      await waitFor(() => runs === 1, 5_000, 'the handler to start')
+      const extended = await waitFor(async () => {
+        const { rows } = await db.pool.query<{ ahead: boolean }>(
+          `select locked_until > now() as ahead from "${db.schema}".jobs where id = $1`, [job.id])
+        return rows[0]!.ahead
+      }, 1_000, 'the lease to be extended')
+      expect(extended).toBe(true)
+      expect(await runMaintenance({ pool: db.pool, schema: db.schema })).toMatchObject({ rescued: 0, ran: true })
+      expect(await storedJob(db, job.id)).toMatchObject({ state: 'active', attempts: 1, locked_by: worker.id })
+      release.open()
+      await waitForState(db, job.id, 'completed', 5_000)
+      expect(runs).toBe(1)
     } finally {
       release.open()
       client.release()

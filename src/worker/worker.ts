@@ -266,10 +266,11 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
     this.pump()
   }
 
-  private hold(row: ClaimedRow): void {
+  private hold(row: ClaimedRow): HeldJob<Data> {
     const h = new HeldJob<Data>(row, new Job<Data>(claimedToJobRow(row), null, this), this.services)
     this.held.set(row.lock_token, h)
     this.buffer.push(h)
+    return h
   }
 
   /**
@@ -295,11 +296,15 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
   }
 
   private accept(row: ClaimedRow): void {
-    this.hold(row)
+    const h = this.hold(row)
     this.logger.debug({ jobId: row.id }, 'pgonce: job handed over by add_job()')
     // Awake again: after this job the worker claims, and signs up anew if nothing is due.
     this.sleeping = false
     this.pump()
+    // The lease began at the add, inside the adder's transaction, which may have stayed open for a
+    // while before committing: extend it now rather than at the next heartbeat, so that housekeeping
+    // cannot rescue the job while this worker runs it.
+    void this.extend([h])
   }
 
   private claimFailed(err: Error): void {
@@ -432,6 +437,15 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
     if (sent.length === 0) return
     this.beating = true
     try {
+      await this.extend(sent)
+    } finally {
+      this.beating = false
+    }
+  }
+
+  /** Extends the leases of `sent`; a job missing from the answer lost its lease: its handler's signal aborts. */
+  private async extend(sent: HeldJob<Data>[]): Promise<void> {
+    try {
       const alive = await this.store.heartbeat(sent.map((h) => h.id), sent.map((h) => h.token))
       for (const h of sent) {
         // A job settling (its outcome in flight) or completed by ctx.transaction meanwhile is not lost: its own statement decides.
@@ -442,8 +456,6 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
       }
     } catch (err) {
       this.reportError(err as Error)
-    } finally {
-      this.beating = false
     }
   }
 
