@@ -66,23 +66,28 @@ function checkBackoff(value: unknown, field: string): Backoff {
   return backoff
 }
 
-/** Checks one add's name, data and options; `field` prefixes error fields (e.g. `items[3]`). */
+const NO_OPTIONS: Partial<JobOptions> = Object.freeze({})
+
+/**
+ * Checks one add's name, data and options; `field` prefixes error fields (e.g. `items[3]`).
+ * Runs once per item of a batch: the common case (a name, small data, few options) allocates little.
+ */
 export function toAddRequest(name: unknown, data: unknown, options: unknown, field: string, maxDataBytes: number): AddRequest {
-  const at = (f: string) => (field ? `${field}.${f}` : f)
-  const opts = checkOptions<JobOptions>(options, at('opts'), JOB_OPTION_KEYS)
+  const at = field === '' ? '' : `${field}.`
+  const opts = options === undefined ? NO_OPTIONS : checkOptions<JobOptions>(options, `${at}opts`, JOB_OPTION_KEYS)
   const req: AddRequest = {
-    name: checkText(name, at('name')),
-    dataJson: serializeData(data === undefined ? {} : data, at('data'), maxDataBytes),
-    jobId: opts.jobId === undefined ? null : checkText(opts.jobId, at('opts.jobId')),
+    name: checkText(name, `${at}name`),
+    dataJson: serializeData(data === undefined ? {} : data, `${at}data`, maxDataBytes),
+    jobId: opts.jobId === undefined ? null : checkText(opts.jobId, `${at}opts.jobId`),
     dedupId: null, dedupTtlMs: null, extend: false, replace: false,
-    delayMs: opts.delay === undefined ? null : checkInteger(opts.delay, at('opts.delay'), 0, MAX_DURATION_MS),
-    priority: opts.priority === undefined ? null : checkInteger(opts.priority, at('opts.priority'), 0),
-    attempts: opts.attempts === undefined ? null : checkInteger(opts.attempts, at('opts.attempts'), 1),
-    backoff: opts.backoff === undefined ? null : checkBackoff(opts.backoff, at('opts.backoff')),
+    delayMs: opts.delay === undefined ? null : checkInteger(opts.delay, `${at}opts.delay`, 0, MAX_DURATION_MS),
+    priority: opts.priority === undefined ? null : checkInteger(opts.priority, `${at}opts.priority`, 0),
+    attempts: opts.attempts === undefined ? null : checkInteger(opts.attempts, `${at}opts.attempts`, 1),
+    backoff: opts.backoff === undefined ? null : checkBackoff(opts.backoff, `${at}opts.backoff`),
     dependsOn: null,
   }
   if (opts.deduplication !== undefined) {
-    const f = at('opts.deduplication')
+    const f = `${at}opts.deduplication`
     if (!isPlainObject(opts.deduplication)) fail('INVALID_TYPE', f, 'must be a plain object')
     const d = checkOptions<DeduplicationOptions>(opts.deduplication, f, DEDUP_KEYS)
     req.dedupId = checkText(d.id, `${f}.id`)
@@ -92,11 +97,16 @@ export function toAddRequest(name: unknown, data: unknown, options: unknown, fie
     if (req.extend && !req.replace && req.dedupTtlMs === null) fail('REQUIRED', `${f}.ttl`, 'extend needs a ttl to extend')
   }
   if (opts.dependsOn !== undefined) {
-    const f = at('opts.dependsOn')
+    const f = `${at}opts.dependsOn`
     if (!Array.isArray(opts.dependsOn)) fail('INVALID_TYPE', f, 'must be an array of job ids')
     req.dependsOn = opts.dependsOn.map((id, i) => checkJobIdRef(id, `${f}[${i}]`))
   }
   return req
+}
+
+/** True when add_plain_jobs() can take the request: no jobId, key or dependency to decide on. */
+export function isPlain(r: AddRequest): boolean {
+  return r.jobId === null && r.dedupId === null && r.dependsOn === null
 }
 
 /** Positional parameters of sql/add-job.sql. */
@@ -105,21 +115,25 @@ export function addJobParams(queue: string, r: AddRequest): unknown[] {
     r.delayMs, r.priority, r.attempts, r.backoff === null ? null : JSON.stringify(r.backoff), r.dependsOn]
 }
 
-/** The JSON text of one add_jobs() item at position `at` (1-based) of the caller's list; data is spliced in as already-serialised text. */
-export function bulkItemJson(r: AddRequest, at: number): string {
-  const rest: Record<string, unknown> = { name: r.name, at }
-  if (r.jobId !== null) rest.jobId = r.jobId
+/**
+ * The JSON text of one add_jobs() item at position `at` (1-based) of the caller's list, or, without `at`,
+ * of one add_plain_jobs() item. Built as text, with the data spliced in as already-serialised JSON:
+ * a batch builds 1,000 of these.
+ */
+export function bulkItemJson(r: AddRequest, at?: number): string {
+  let out = `{"name":${JSON.stringify(r.name)}`
+  if (at !== undefined) out += `,"at":${at}`
+  if (r.jobId !== null) out += `,"jobId":${JSON.stringify(r.jobId)}`
   if (r.dedupId !== null) {
-    rest.dedupId = r.dedupId
-    if (r.dedupTtlMs !== null) rest.dedupTtlMs = r.dedupTtlMs
-    if (r.extend) rest.extend = true
-    if (r.replace) rest.replace = true
+    out += `,"dedupId":${JSON.stringify(r.dedupId)}`
+    if (r.dedupTtlMs !== null) out += `,"dedupTtlMs":${r.dedupTtlMs}`
+    if (r.extend) out += ',"extend":true'
+    if (r.replace) out += ',"replace":true'
   }
-  if (r.delayMs !== null) rest.delayMs = r.delayMs
-  if (r.priority !== null) rest.priority = r.priority
-  if (r.attempts !== null) rest.attempts = r.attempts
-  if (r.backoff !== null) rest.backoff = r.backoff
-  if (r.dependsOn !== null) rest.dependsOn = r.dependsOn
-  const head = JSON.stringify(rest)
-  return `${head.slice(0, -1)},"data":${r.dataJson}}`
+  if (r.delayMs !== null) out += `,"delayMs":${r.delayMs}`
+  if (r.priority !== null) out += `,"priority":${r.priority}`
+  if (r.attempts !== null) out += `,"attempts":${r.attempts}`
+  if (r.backoff !== null) out += `,"backoff":${JSON.stringify(r.backoff)}`
+  if (r.dependsOn !== null) out += `,"dependsOn":${JSON.stringify(r.dependsOn)}`
+  return `${out},"data":${r.dataJson}}`
 }

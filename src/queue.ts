@@ -1,8 +1,10 @@
 // Queue: adds jobs (alone, in bulk, inside your transaction), looks them up, and manages dedup keys.
 
 import type pg from 'pg'
-import { type AddRequest, type JobOptions, addJobParams, bulkItemJson, toAddRequest } from './add-request.js'
-import { type AdmissionRow, type BulkRow, type SingleRow, bulkAdmission, jobRowFromJson, ownerless } from './admission-rows.js'
+import { type AddRequest, type JobOptions, addJobParams, bulkItemJson, isPlain, toAddRequest } from './add-request.js'
+import {
+  type AdmissionRow, type BulkRow, type PlainBulkRow, type SingleRow, bulkAdmission, jobRowFromJson, ownerless, plainAdmissions,
+} from './admission-rows.js'
 import { admissionOrder } from './bulk-order.js'
 import { Counters } from './counters.js'
 import type { ConnectionOptions } from './db/connection.js'
@@ -99,16 +101,31 @@ export class Queue<Data = unknown> implements JobOwner {
    * Adds many jobs in one statement, all or nothing: any rejected item rolls back
    * the whole batch. Results come in input order; a repeated jobId or key inside
    * the batch is answered as if the items had been added one after another.
+   * A batch of plain items (no jobId, key or dependency) goes through
+   * add_plain_jobs(), the others through add_jobs().
    */
   async addBulk(items: BulkItem<Data>[], options?: { tx?: Transactional }): Promise<Job<Data>[]> {
     const { tx } = checkOptions<{ tx: Transactional }>(options, 'options', ['tx'])
     if (!Array.isArray(items)) fail('INVALID_TYPE', 'items', 'must be an array')
-    const reqs = items.map((item, i) => {
-      const it = checkOptions<BulkItem<Data>>(item, `items[${i}]`, BULK_ITEM_KEYS)
-      return toAddRequest(it.name, it.data, it.opts, `items[${i}]`, this.maxDataBytes)
-    })
+    const reqs: AddRequest[] = new Array(items.length)
+    let plain = true
+    for (let i = 0; i < items.length; i++) {
+      const field = `items[${i}]`
+      const it = checkOptions<BulkItem<Data>>(items[i], field, BULK_ITEM_KEYS)
+      const req = toAddRequest(it.name, it.data, it.opts, field, this.maxDataBytes)
+      plain &&= isPlain(req)
+      reqs[i] = req
+    }
     const execute = await this.executor(tx, 'options.tx')
     if (reqs.length === 0) return []
+    if (plain) {
+      let text = '['
+      for (let i = 0; i < reqs.length; i++) text += (i === 0 ? '' : ',') + bulkItemJson(reqs[i] as AddRequest)
+      text += ']'
+      const [row] = await execute<PlainBulkRow>(prepared('add-plain-jobs', this.schema), [this.name, text])
+      const rows = plainAdmissions(row as PlainBulkRow, reqs, this.name, text)
+      return rows.map((r, i) => this.answer(r, reqs[i] as AddRequest))
+    }
     const batch = admissionOrder(reqs).map((i) => bulkItemJson(reqs[i] as AddRequest, i + 1))
     const rows = await execute<BulkRow>(prepared('add-jobs', this.schema), [this.name, `[${batch.join(',')}]`])
     const rejected = rows.find((r) => r.error !== null)
