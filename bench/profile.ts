@@ -1,4 +1,4 @@
-// `npx tsx bench/profile.ts`: where pgonce's time goes — statements, round trips and WAL per add and per job, the server-side ceilings of add_job/add_jobs (pgbench), and what a NOTIFY costs.
+// `npx tsx bench/profile.ts`: where pgonce's time goes — statements, round trips and WAL per add and per job, the server-side ceilings of add_job/add_jobs/add_plain_jobs (pgbench), and what a NOTIFY costs.
 
 import { readFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
@@ -105,6 +105,8 @@ try {
       ['add_job() of a delayed job (always NOTIFYs), 16 clients', 'add-job-delayed', 16, 1],
       ['add_job(), key held (duplicate), 1 client', 'add-job-duplicate', 1, 1],
       ['1,000-row INSERT, 1 client (rows/s)', 'multi-insert', 1, 1000],
+      ['1,000-row INSERT into pgonce.jobs, 1 client (rows/s)', 'jobs-multi-insert', 1, 1000],
+      ['add_plain_jobs() of 1,000, 1 client (rows/s)', 'add-plain-jobs-bulk', 1, 1000],
       ['add_jobs() of 1,000, 1 client (rows/s)', 'add-jobs-bulk', 1, 1000],
     ]
     for (const [label, script, clients, rows] of runs) {

@@ -88,11 +88,13 @@ export function plainAdmissions(b: PlainBulkRow, reqs: readonly AddRequest[], qu
     throw new Error(`pgonce: add_plain_jobs() answered ${b.ids === '' ? 0 : ids.length} ids for ${reqs.length} items`)
   }
   const items = JSON.parse(itemsJson) as { data: unknown }[]
+  // Number(): an application may have told pg to parse float8 as text.
+  const now = Number(b.now_ms)
   const rows: AdmissionRow[] = new Array(reqs.length)
   for (let i = 0; i < reqs.length; i++) {
     const req = reqs[i] as AddRequest
     const delay = req.delayMs ?? 0
-    rows[i] = insertedRow(req, queue, ids[i] as string, delay > 0 ? 'delayed' : 'waiting', b.now_ms + delay, b.now_ms,
+    rows[i] = insertedRow(req, queue, ids[i] as string, delay > 0 ? 'delayed' : 'waiting', now + delay, now,
       (items[i] as { data: unknown }).data, 'added', i + 1)
   }
   return rows
