@@ -162,6 +162,18 @@ describe('add_job() hand-off to an idle worker', () => {
     }
   })
 
+  it('addBulk: a jobId item handed over comes back as stored (active, attempt counted); the next one waits', async () => {
+    await signUp('w', ALIVE_KEY)
+    const [first, second] = await queue.addBulk([
+      { name: 'k', data: {}, opts: { jobId: `bulk-1-${queueName}` } },
+      { name: 'k', data: {}, opts: { jobId: `bulk-2-${queueName}` } },
+    ])
+    expect(await storedJob(db, first!.id)).toMatchObject({ state: 'active', attempts: 1, locked_by: 'w' })
+    expect(first).toMatchObject({ state: 'active', attempts: 1 })
+    expect(first!.data).toEqual({})
+    expect(second).toMatchObject({ state: 'waiting', attempts: 0 })
+  })
+
   it('a job too large for a NOTIFY payload is announced by id and lock token only', async () => {
     await signUp('w', ALIVE_KEY)
     const big = { text: 'x'.repeat(10_000) }
