@@ -18,11 +18,16 @@ afterAll(async () => {
   await db.drop()
 })
 
-/** Expires job `id`'s lease now and lets housekeeping rescue it, as if its worker had stalled past leaseMs. */
+/**
+ * Expires job `id`'s lease now and lets housekeeping rescue it, as if its worker had stalled past leaseMs.
+ * The worker's own heartbeat (every 100 ms here) may extend the lease between the two statements: then again.
+ */
 async function expireAndRescue(id: string): Promise<void> {
-  await db.pool.query(`update "${db.schema}".jobs set locked_until = now() - interval '1 second' where id = $1`, [id])
-  const { rescued } = await runMaintenance({ pool: db.pool, schema: db.schema })
-  expect(rescued).toBe(1)
+  await waitFor(async () => {
+    await db.pool.query(`update "${db.schema}".jobs set locked_until = now() - interval '1 second' where id = $1`, [id])
+    const { rescued } = await runMaintenance({ pool: db.pool, schema: db.schema })
+    return rescued === 1
+  }, 10_000, `housekeeping to rescue job ${id}`)
 }
 
 /**
