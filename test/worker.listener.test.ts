@@ -43,9 +43,10 @@ describe('Worker wake-ups', () => {
       expect(worker.listenerPid).toBe(oldPid)
       const { rows } = await db.pool.query<{ ok: boolean }>('select pg_terminate_backend($1) as ok', [oldPid])
       expect(rows[0]!.ok).toBe(true)
+      // The backend shows up at connect; the worker takes it as its listener once LISTEN (and its lock) went through.
       const newPid = await waitFor(async () => {
         const pid = await listenerBackend(worker)
-        return pid !== undefined && pid !== oldPid ? pid : undefined
+        return pid !== undefined && pid !== oldPid && worker.listenerPid === pid ? pid : undefined
       }, 10_000, 'a new LISTEN backend')
       expect(newPid).not.toBe(oldPid)
       expect(worker.listenerPid).toBe(newPid)

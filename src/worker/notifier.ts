@@ -66,9 +66,10 @@ export class Notifier {
       try {
         await client.connect()
         // The channel comes from an allow-listed schema name; quoted because it contains ':'.
-        await client.query(`listen "${this.channel}"`)
-        const { rows } = await client.query<{ locked: boolean }>('select pg_try_advisory_lock($1::bigint) as locked', [this.aliveKey])
-        this.holdsAliveKey = rows[0]?.locked === true
+        // One round trip for both; the key is a bigint this process generated (BigInt#toString), safe to inline.
+        const results = await client.query(`listen "${this.channel}"; select pg_try_advisory_lock(${BigInt(this.aliveKey)}::bigint) as locked`)
+        const lock = (results as unknown as pg.QueryResult<{ locked: boolean }>[])[1]
+        this.holdsAliveKey = lock?.rows[0]?.locked === true
       } catch (err) {
         this.logger.warn({ err }, 'pgonce: LISTEN connection failed; polling until it is back')
         client.removeAllListeners('end')
