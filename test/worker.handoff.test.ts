@@ -65,6 +65,28 @@ describe('hand-off to an idle Worker', () => {
     }
   })
 
+  it('a handed-over job that fails is retried like a claimed one: attempt counted, error kept, the next attempt completes', async () => {
+    const queue = new Queue('retry', { connectionString: db.url, schema: db.schema, migrate: false })
+    const attempts: number[] = []
+    const worker = new Worker('retry', async (job) => {
+      attempts.push(job.attempts)
+      if (job.attempts === 1) throw new Error('first attempt fails')
+      return 'second'
+    }, options())
+    try {
+      await worker.run()
+      await signedUp('retry', worker.id)
+      const job = await queue.add('flaky', {}, { attempts: 2 })
+      expect(job.state).toBe('active')
+      const done = await waitForState(db, job.id, 'completed', 5_000)
+      expect(done).toMatchObject({ attempts: 2, result: 'second', last_error: 'first attempt fails' })
+      expect(attempts).toEqual([1, 2])
+    } finally {
+      await worker.close()
+      await queue.close()
+    }
+  })
+
   it('two idle workers: two adds go one to each (the longest idle first)', async () => {
     const queue = new Queue('pair', { connectionString: db.url, schema: db.schema, migrate: false })
     const release = gate()
