@@ -193,6 +193,33 @@ describe('hand-off to an idle Worker', () => {
     }
   })
 
+  it('a job handed over whose NOTIFY was lost with the LISTEN connection is adopted once the listener is back', async () => {
+    const queue = new Queue('adopt', { connectionString: db.url, schema: db.schema, migrate: false })
+    const ran: string[] = []
+    const worker = new Worker('adopt', async (job) => {
+      ran.push(job.id)
+    }, options())
+    try {
+      await worker.run()
+      await signedUp('adopt', worker.id)
+      // What add_job() leaves behind when the NOTIFY of its hand-off reaches a dying listener.
+      const { rows } = await db.pool.query<{ id: string }>(
+        `insert into "${db.schema}".jobs (queue, name, data, state, attempts, lock_token, locked_until, locked_by, started_at)
+         values ('adopt', 'orphan', '{"n": 7}', 'active', 1, gen_random_uuid(), now() + interval '30 seconds', $1, now())
+         returning id`, [worker.id])
+      const id = rows[0]!.id
+      const oldPid = worker.listenerPid
+      expect(oldPid).not.toBeNull()
+      await db.pool.query('select pg_terminate_backend($1)', [oldPid])
+      expect(await waitForState(db, id, 'completed', 10_000)).toMatchObject({ attempts: 1 })
+      expect(ran).toEqual([id])
+      expect(worker.listenerPid).not.toBe(oldPid)
+    } finally {
+      await worker.close()
+      await queue.close()
+    }
+  })
+
   it('a worker killed with SIGKILL while idle gets nothing: its sign-up is dropped and the job waits for a live worker', async () => {
     const queue = new Queue('killed', { connectionString: db.url, schema: db.schema, migrate: false })
     const child = spawnFixture('worker-child.ts', {

@@ -89,6 +89,12 @@ export class JobStore {
     return rows[0] ?? null
   }
 
+  /** Jobs handed to this worker that it does not hold (tokens `held`): their NOTIFY may have been lost with a LISTEN connection. */
+  async unheldHandoffs(held: string[]): Promise<ClaimedRow[]> {
+    const { rows } = await this.pool.query<ClaimedRow>({ ...prepared('get-unheld-handoffs', this.schema), values: [this.workerId, held] })
+    return rows
+  }
+
   /** Withdraws this worker's idle sign-ups: no more hand-offs. */
   async withdraw(): Promise<void> {
     await this.pool.query({ ...prepared('withdraw-idle-worker', this.schema), values: [this.workerId] })

@@ -95,6 +95,8 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
   private dueTimer: NodeJS.Timeout | undefined
   private dueAt = Infinity
   private settledWaiters: (() => void)[] = []
+  /** One set per adoption query in flight: tokens of jobs settled meanwhile, which its answer may still show active. */
+  private readonly adoptions = new Set<Set<string>>()
   /** NOTIFY payloads that hand a job to this worker start with it (see idle_workers). */
   private readonly handoffPrefix: string
 
@@ -129,7 +131,10 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
         if (payload === this.queue) this.wake()
         else if (payload.startsWith(this.handoffPrefix)) this.takeHandoff(payload.slice(this.handoffPrefix.length))
       },
-      onReconnect: () => this.wake(),
+      onReconnect: () => {
+        this.adoptHandoffs()
+        this.wake()
+      },
     }, this.logger, aliveKey)
     if (resolved.autorun) this.run().catch(() => {})
   }
@@ -295,7 +300,29 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
     }).catch((err: Error) => this.reportError(err))
   }
 
+  /**
+   * After the LISTEN connection was replaced: a job handed over just before the old connection died never
+   * announced itself. The worker takes every job active under its name that it does not hold.
+   */
+  private adoptHandoffs(): void {
+    if (this.state !== 'running') return
+    const settled = new Set<string>()
+    this.adoptions.add(settled)
+    this.store.unheldHandoffs([...this.held.keys()]).then((rows) => {
+      for (const row of rows) {
+        if (this.state !== 'running') return
+        if (settled.has(row.lock_token)) continue
+        this.logger.info({ jobId: row.id }, 'pgonce: adopting a job handed over while the LISTEN connection was down')
+        this.accept(row)
+      }
+    }).catch((err: Error) => this.reportError(err)).finally(() => {
+      this.adoptions.delete(settled)
+    })
+  }
+
   private accept(row: ClaimedRow): void {
+    // Announced twice (a NOTIFY and the adoption after a reconnect): run it once.
+    if (this.held.has(row.lock_token)) return
     const h = this.hold(row)
     this.logger.debug({ jobId: row.id }, 'pgonce: job handed over by add_job()')
     // Awake again: after this job the worker claims, and signs up anew if nothing is due.
@@ -420,6 +447,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
 
   private settled(h: HeldJob<Data>): void {
     this.held.delete(h.token)
+    for (const settledMeanwhile of this.adoptions) settledMeanwhile.add(h.token)
     if (this.held.size === 0 && this.settledWaiters.length > 0) {
       for (const resolve of this.settledWaiters.splice(0)) resolve()
     }
