@@ -31,6 +31,7 @@ afterAll(async () => {
 
 let n = 0
 beforeEach(async () => {
+  await settle()
   payloads.length = 0
   await queue?.close()
   queueName = `handoff-${++n}`
@@ -179,8 +180,11 @@ describe('add_job() hand-off to an idle worker', () => {
     const big = { text: 'x'.repeat(10_000) }
     const job = await queue.add('big', big)
     await settle()
-    const handoff = await waitFor(() => payloads.find((p) => p.startsWith('handoff w ')), 2_000, 'the hand-off NOTIFY')
-    const sent = JSON.parse(handoff.slice('handoff w '.length)) as Record<string, unknown>
+    // The payloads of this job only: a NOTIFY of the previous test may arrive late.
+    const mine = () => payloads.filter((p) => p.startsWith('handoff w '))
+      .map((p) => JSON.parse(p.slice('handoff w '.length)) as Record<string, unknown>)
+      .find((sent) => sent.id === job.id)
+    const sent = await waitFor(mine, 2_000, 'the hand-off NOTIFY')
     expect(sent).toEqual({ id: job.id, lock_token: (await storedJob(db, job.id)).lock_token })
   })
 })
