@@ -1,5 +1,5 @@
--- After its LISTEN connection was replaced: jobs handed to worker $1 whose NOTIFY it may have missed (active under
--- its name, with lock tokens other than $2, the ones it holds). The worker runs them as if the NOTIFY had arrived.
+-- Jobs handed to worker $1 that it does not hold (lock tokens other than $2): a NOTIFY that died with a replaced LISTEN
+-- connection, or one too large to carry the job. The worker runs them as if the NOTIFY had brought them.
 select id, queue, name, job_id, data, priority, attempts, max_attempts, backoff, dedup_key, lock_token,
   last_error, error_stack,
   extract(epoch from run_at)::float8 * 1000 as run_at_ms,

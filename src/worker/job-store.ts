@@ -83,13 +83,7 @@ export class JobStore {
     return rows
   }
 
-  /** A handed-off job whose NOTIFY payload carried only id and token; null if it is no longer ours. */
-  async handedOff(id: string, token: string): Promise<ClaimedRow | null> {
-    const { rows } = await this.pool.query<ClaimedRow>({ ...prepared('get-handed-off-job', this.schema), values: [id, token] })
-    return rows[0] ?? null
-  }
-
-  /** Jobs handed to this worker that it does not hold (tokens `held`): their NOTIFY may have been lost with a LISTEN connection. */
+  /** Jobs handed to this worker that it does not hold (tokens `held`): a NOTIFY lost with a LISTEN connection, or too large to carry the job. */
   async unheldHandoffs(held: string[]): Promise<ClaimedRow[]> {
     const { rows } = await this.pool.query<ClaimedRow>({ ...prepared('get-unheld-handoffs', this.schema), values: [this.workerId, held] })
     return rows

@@ -280,7 +280,8 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
 
   /**
    * add_job() handed this worker a job (already active under a lock token of ours): run it without
-   * a claim. A payload too large for NOTIFY carries id and token only; the row is read then.
+   * a claim. A payload too large for NOTIFY carries id and token only: the worker then reads every
+   * job handed to it that it does not hold, as after a reconnect.
    */
   private takeHandoff(json: string): void {
     let row: ClaimedRow
@@ -292,17 +293,14 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
     }
     // Closing: shutdown() returns every job handed to it and not held to the queue.
     if (this.state !== 'running') return
-    if (row.name !== undefined) return this.accept(row)
-    this.store.handedOff(row.id, row.lock_token).then((full) => {
-      if (full === null) return
-      if (this.state === 'running') return this.accept(full)
-      return this.store.release([full.id], [full.lock_token], 0).then(() => {})
-    }).catch((err: Error) => this.reportError(err))
+    if (row.name !== undefined) this.accept(row)
+    else this.adoptHandoffs()
   }
 
   /**
-   * After the LISTEN connection was replaced: a job handed over just before the old connection died never
-   * announced itself. The worker takes every job active under its name that it does not hold.
+   * Takes every job active under this worker's name that it does not hold: after the LISTEN connection was
+   * replaced (a job handed over just before the old one died never announced itself), or for a hand-off
+   * whose payload was too large to carry the job.
    */
   private adoptHandoffs(): void {
     if (this.state !== 'running') return
@@ -312,7 +310,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
       for (const row of rows) {
         if (this.state !== 'running') return
         if (settled.has(row.lock_token)) continue
-        this.logger.info({ jobId: row.id }, 'pgonce: adopting a job handed over while the LISTEN connection was down')
+        this.logger.debug({ jobId: row.id }, 'pgonce: adopting a job handed over without its row in the NOTIFY')
         this.accept(row)
       }
     }).catch((err: Error) => this.reportError(err)).finally(() => {
