@@ -58,6 +58,8 @@ async function benchSystem(info: SystemInfo, serverUrl: string, settings: RunSet
   const database = `pgonce_bench_${info.id.replace(/-/g, '_')}`
   const url = info.backend === 'postgres' ? await freshDatabase(serverUrl, database) : redisTarget(settings.redisUrl)
   const admin = info.backend === 'postgres' ? new pg.Pool({ connectionString: url, max: 1 }) : null
+  // Ended before the forced drop of the database, which can still reach its closing client (see systems/pgonce.ts).
+  admin?.on('error', () => {})
   try {
     const system = await info.open(url)
     const ctx: WorkloadContext = { info, system, url, sizes: settings.sizes, admin, roundTrips: countRoundTrips() }

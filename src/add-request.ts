@@ -109,6 +109,16 @@ export function isPlain(r: AddRequest): boolean {
   return r.jobId === null && r.dedupId === null && r.dependsOn === null
 }
 
+/** True when sql/add-plain-job.sql can take a single add: plain and due now. */
+export function isPlainNow(r: AddRequest): boolean {
+  return isPlain(r) && !(r.delayMs !== null && r.delayMs > 0)
+}
+
+/** Positional parameters of sql/add-plain-job.sql. */
+export function addPlainJobParams(queue: string, r: AddRequest): unknown[] {
+  return [queue, r.name, r.dataJson, r.priority, r.attempts, r.backoff === null ? null : JSON.stringify(r.backoff)]
+}
+
 /** Positional parameters of sql/add-job.sql. */
 export function addJobParams(queue: string, r: AddRequest): unknown[] {
   return [queue, r.name, r.dataJson, r.jobId, r.dedupId, r.dedupTtlMs, r.extend, r.replace,

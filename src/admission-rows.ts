@@ -1,4 +1,4 @@
-// Turns the rows of sql/add-job.sql, sql/add-jobs.sql and sql/add-plain-jobs.sql into job rows for the Job class.
+// Turns the rows of sql/add-job.sql, sql/add-plain-job.sql, sql/add-jobs.sql and sql/add-plain-jobs.sql into job rows for the Job class.
 
 import type { AddRequest } from './add-request.js'
 import type { AddOutcome, JobRow, JobState } from './job.js'
@@ -8,6 +8,12 @@ export interface SingleRow {
   outcome: AddOutcome | null
   error: string | null
   job: string | null
+}
+
+/** A row of sql/add-plain-job.sql: the job its INSERT added (id and created_at), or add_job()'s answer as in SingleRow. */
+export interface PlainSingleRow extends SingleRow {
+  id: string | null
+  created_at_ms: number | null
 }
 
 export type AdmissionRow = JobRow & { outcome: AddOutcome | null; error: string | null; ordinal?: number }
@@ -55,7 +61,7 @@ export function ownerless(error: string | null): AdmissionRow {
  * No object spread here: spreading into a large literal cost ~30 µs per item on Node 20, more than the INSERT.
  */
 function insertedRow(req: AddRequest, queue: string, id: string, state: JobState, runAtMs: number, createdAtMs: number,
-  data: unknown, outcome: AddOutcome | null, ordinal: number): AdmissionRow {
+  data: unknown, outcome: AddOutcome | null, ordinal: number | undefined): AdmissionRow {
   return {
     outcome, error: null, ordinal,
     id, queue, name: req.name, job_id: req.jobId, data,
@@ -64,6 +70,14 @@ function insertedRow(req: AddRequest, queue: string, id: string, state: JobState
     locked_until: null, last_error: null, error_stack: null, created_at: new Date(createdAtMs),
     finished_at: null,
   }
+}
+
+/** The admission of one plain add: the job its INSERT added, completed from the request, or add_job()'s answer. */
+export function plainAdmission(row: PlainSingleRow, req: AddRequest, queue: string): AdmissionRow {
+  if (row.id === null) return row.job === null ? ownerless(row.error) : jobRowFromJson(row.job, row.outcome, row.error)
+  // Number(): an application may have told pg to parse float8 as text.
+  const now = Number(row.created_at_ms)
+  return insertedRow(req, queue, row.id, 'waiting', now, now, JSON.parse(req.dataJson) as unknown, 'added', undefined)
 }
 
 /**

@@ -1,9 +1,12 @@
 // Queue: adds jobs (alone, in bulk, inside your transaction), looks them up, and manages dedup keys.
 
 import type pg from 'pg'
-import { type AddRequest, type JobOptions, addJobParams, bulkItemJson, isPlain, toAddRequest } from './add-request.js'
 import {
-  type AdmissionRow, type BulkRow, type PlainBulkRow, type SingleRow, bulkAdmission, jobRowFromJson, ownerless, plainAdmissions,
+  type AddRequest, type JobOptions, addJobParams, addPlainJobParams, bulkItemJson, isPlain, isPlainNow, toAddRequest,
+} from './add-request.js'
+import {
+  type AdmissionRow, type BulkRow, type PlainBulkRow, type PlainSingleRow, type SingleRow, bulkAdmission, jobRowFromJson, ownerless,
+  plainAdmission, plainAdmissions,
 } from './admission-rows.js'
 import { admissionOrder } from './bulk-order.js'
 import { Counters } from './counters.js'
@@ -86,12 +89,17 @@ export class Queue<Data = unknown> implements JobOwner {
 
   /**
    * Adds a job, or answers with the job that already stands for it (DESIGN.md §2):
-   * check `job.deduplicated` and `job.outcome`. One round trip.
+   * check `job.deduplicated` and `job.outcome`. One round trip. A plain job due now (no jobId, key or
+   * dependency) added while the queue has due work is one bare INSERT (sql/add-plain-job.sql).
    */
   async add(name: string, data: Data, opts?: AddOptions): Promise<Job<Data>> {
     const { tx, ...jobOpts } = checkOptions<AddOptions>(opts, 'opts', ADD_OPTION_KEYS)
     const req = toAddRequest(name, data, jobOpts, '', this.maxDataBytes)
     const execute = await this.executor(tx)
+    if (isPlainNow(req)) {
+      const [row] = await execute<PlainSingleRow>(prepared('add-plain-job', this.schema), addPlainJobParams(this.name, req))
+      return this.answer(plainAdmission(row as PlainSingleRow, req, this.name), req)
+    }
     const [row] = await execute<SingleRow>(prepared('add-job', this.schema), addJobParams(this.name, req))
     const { outcome, error, job } = row as SingleRow
     return this.answer(job === null ? ownerless(error) : jobRowFromJson(job, outcome, error), req)

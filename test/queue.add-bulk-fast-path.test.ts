@@ -1,10 +1,9 @@
 // addBulk of plain items (no jobId, key or dependency) goes through add_plain_jobs(): one INSERT, one answer row;
 // the jobs it returns must be the jobs stored, and it must wake workers exactly as add_jobs() does.
 
-import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { Queue, Worker } from '../src/index.js'
-import { channelOf } from '../src/db/identifiers.js'
+import { listen as listenOn, recordingQueue as recordingQueueOn } from './fixtures/add-probes.js'
 import { waitFor } from './fixtures/worker-helpers.js'
 import { type TestSchema, freshSchema } from './support/schema.js'
 
@@ -17,37 +16,8 @@ afterAll(async () => {
   await db.drop()
 })
 
-/** A Queue on a pool of our own that records the text of every query it sends. */
-function recordingQueue(name: string, max = 2): { queue: Queue<unknown>; pool: pg.Pool; sent: string[] } {
-  const pool = new pg.Pool({ connectionString: db.url, max })
-  const sent: string[] = []
-  const query = pool.query.bind(pool) as (...args: unknown[]) => unknown
-  ;(pool as unknown as { query: (...args: unknown[]) => unknown }).query = (...args: unknown[]) => {
-    const first = args[0] as string | { text: string }
-    sent.push(typeof first === 'string' ? first : first.text)
-    return query(...args)
-  }
-  return { queue: new Queue(name, { pool, schema: db.schema, migrate: false }), pool, sent }
-}
-
-/** Notifications on the schema's channel, in arrival order (commit order). */
-async function listen(): Promise<{ payloads: string[]; mark: (label: string) => Promise<void>; end: () => Promise<void> }> {
-  const client = new pg.Client({ connectionString: db.url })
-  await client.connect()
-  const payloads: string[] = []
-  client.on('notification', (n) => payloads.push(n.payload ?? ''))
-  const channel = channelOf(db.schema)
-  await client.query(`listen "${channel}"`)
-  return {
-    payloads,
-    // A marker sent after a write: once it has arrived, any notification of that write has arrived before it.
-    async mark(label: string) {
-      await db.pool.query('select pg_notify($1, $2)', [channel, label])
-      await waitFor(() => payloads.includes(label), 5_000, `marker ${label}`)
-    },
-    end: () => client.end(),
-  }
-}
+const recordingQueue = (name: string, max = 2) => recordingQueueOn(db, name, max)
+const listen = () => listenOn(db)
 
 async function storedRows(queue: string): Promise<Record<string, unknown>[]> {
   const { rows } = await db.pool.query(

@@ -14,6 +14,9 @@ function ownVersion(): string {
 
 async function open(url: string): Promise<BenchSystem> {
   const pool = new pg.Pool({ connectionString: url, max: CONCURRENCY })
+  // pool.end() resolves once its clients are told to end, before their sockets close: the run's forced drop of the
+  // database can still reach one, and an 'error' event without a listener would end the whole run.
+  pool.on('error', () => {})
   await migrate({ pool })
   const queues = new Map<string, Queue<JobData>>()
   const queueFor = (name: string): Queue<JobData> => {

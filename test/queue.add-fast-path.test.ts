@@ -1,0 +1,184 @@
+// queue.add of a plain job due now (no jobId, key, dependency or delay) into a queue that has due waiting work is
+// one bare INSERT (sql/add-plain-job.sql) instead of add_job(): the job it returns must be the job stored, add_job()
+// must still decide whenever there is a worker to wake or hand the job to, and no job may be lost or run twice.
+
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { Queue, Worker } from '../src/index.js'
+import { listen } from './fixtures/add-probes.js'
+import { waitFor } from './fixtures/worker-helpers.js'
+import { type TestSchema, freshSchema } from './support/schema.js'
+
+let db: TestSchema
+
+beforeAll(async () => {
+  db = await freshSchema('add_fast')
+})
+afterAll(async () => {
+  await db.drop()
+})
+
+function queueOf<Data = unknown>(name: string): Queue<Data> {
+  return new Queue<Data>(name, { connectionString: db.url, schema: db.schema, migrate: false })
+}
+
+/** The job's public fields, without the add's own verdict (outcome, deduplicated), which a read does not have. */
+function stored(job: object): Record<string, unknown> {
+  const { outcome: _o, deduplicated: _d, ...fields } = job as Record<string, unknown>
+  return fields
+}
+
+describe('queue.add of a plain job into a queue with due work', () => {
+  it('skips add_job() and returns the job as stored, whatever its options', async () => {
+    const queue = queueOf('fast-one')
+    const client = await db.pool.connect()
+    // add_job() calls made inside this transaction: its own counters, so no other test can disturb them.
+    const addJobCalls = async (): Promise<number> => {
+      const { rows } = await client.query(
+        `select coalesce(sum(calls), 0)::int as n from pg_stat_xact_user_functions where schemaname = $1 and funcname = 'add_job'`,
+        [db.schema])
+      return rows[0].n as number
+    }
+    try {
+      await client.query('begin')
+      await client.query(`set local track_functions = 'pl'`)
+      const first = await queue.add('first', { i: 0 }, { tx: client })
+      expect(first.outcome).toBe('added')
+      // The queue had no due work: add_job() decided (a worker may need waking).
+      expect(await addJobCalls()).toBe(1)
+
+      const cases: { name: string; data: unknown; opts?: Record<string, unknown> }[] = [
+        { name: 'nested', data: { b: 1, a: { list: [1, 'two', null, { x: true }] } } },
+        { name: 'options', data: { i: 2 }, opts: { priority: 7, attempts: 3, backoff: 250 } },
+        { name: 'exponential', data: { i: 3 }, opts: { delay: 0, backoff: { type: 'exponential', delay: 100, jitter: 0.25 } } },
+        { name: 'string', data: 'a string' },
+        { name: 'undefined', data: undefined },
+        { name: 'null', data: null },
+      ]
+      for (const c of cases) {
+        const job = await queue.add(c.name, c.data, { ...c.opts, tx: client })
+        expect([job.outcome, job.deduplicated, job.state, job.attempts]).toEqual(['added', false, 'waiting', 0])
+        const read = await client.query(`select id::text from "${db.schema}".jobs where id = $1`, [job.id])
+        expect(read.rows).toHaveLength(1)
+      }
+      expect(await addJobCalls()).toBe(1)
+
+      // A jobId, a key, a dependency or a delay still goes through add_job().
+      await queue.add('custom', {}, { jobId: 'fast-one-custom', tx: client })
+      await queue.add('keyed', {}, { deduplication: { id: 'k' }, tx: client })
+      await queue.add('child', {}, { dependsOn: [first.id], tx: client })
+      await queue.add('later', {}, { delay: 60_000, tx: client })
+      expect(await addJobCalls()).toBe(5)
+      await client.query('commit')
+
+      const jobs = await Promise.all(cases.map(async (c) => {
+        const { rows } = await db.pool.query(`select id::text from "${db.schema}".jobs where queue = 'fast-one' and name = $1`, [c.name])
+        return queue.getJob(rows[0].id as string)
+      }))
+      // Added again outside the transaction (same options), the returned jobs must equal what a read gives.
+      for (const [i, c] of cases.entries()) {
+        const job = await queue.add(c.name, c.data, c.opts)
+        const read = await queue.getJob(job.id)
+        expect(stored(job)).toEqual(stored(read as object))
+        expect(job.runAt.getTime()).toBe(job.createdAt.getTime())
+        expect(job.data).toEqual(jobs[i]?.data)
+      }
+      // The returned data is a copy of the caller's, not the caller's object.
+      const data = { mutable: [1] }
+      const job = await queue.add('copy', data)
+      expect(job.data).toEqual(data)
+      expect(job.data).not.toBe(data)
+    } finally {
+      // A failed assertion inside the transaction must not hand an open transaction back to the pool.
+      await client.query('rollback').catch(() => {})
+      client.release()
+      await queue.close()
+    }
+  })
+
+  it('wakes workers only when the queue had no due waiting job, as add_job() does', async () => {
+    const queue = queueOf('fast-wake')
+    const other = queueOf('fast-wake-other')
+    const heard = await listen(db)
+    try {
+      await queue.add('first', {})
+      await heard.mark('m1')
+      expect(heard.payloads).toEqual(['fast-wake', 'm1'])
+
+      // Due waiting work is there: whoever added it woke the workers.
+      await queue.add('second', {})
+      await queue.add('third', {}, { priority: 3 })
+      await heard.mark('m2')
+      expect(heard.payloads).toEqual(['fast-wake', 'm1', 'm2'])
+
+      // Another queue's due work does not count.
+      await other.add('x', {})
+      await heard.mark('m3')
+      expect(heard.payloads.slice(-2)).toEqual(['fast-wake-other', 'm3'])
+
+      // Only active and delayed jobs left: no due waiting job, so the next add wakes again.
+      await db.pool.query(`update "${db.schema}".jobs set state = 'active', locked_until = now() + interval '1 minute',
+        lock_token = gen_random_uuid() where queue = 'fast-wake' and name = 'first'`)
+      await db.pool.query(`update "${db.schema}".jobs set state = 'delayed', run_at = now() + interval '1 hour'
+        where queue = 'fast-wake' and name <> 'first'`)
+      await queue.add('fourth', {})
+      await heard.mark('m4')
+      expect(heard.payloads.slice(-2)).toEqual(['fast-wake', 'm4'])
+    } finally {
+      await heard.end()
+      await queue.close()
+      await other.close()
+    }
+  })
+
+  it('rolls back with the caller\'s transaction, leaving nothing', async () => {
+    const queue = queueOf('fast-tx')
+    await queue.add('due', {})
+    const client = await db.pool.connect()
+    try {
+      await client.query('begin')
+      const job = await queue.add('inside', { i: 1 }, { tx: client })
+      await client.query('rollback')
+      expect(await queue.getJob(job.id)).toBeNull()
+      const { rows } = await db.pool.query(`select name from "${db.schema}".jobs where queue = 'fast-tx'`)
+      expect(rows.map((r) => r.name)).toEqual(['due'])
+    } finally {
+      await client.query('rollback').catch(() => {})
+      client.release()
+      await queue.close()
+    }
+  })
+
+  it('16 concurrent producers onto a busy queue: every job runs exactly once', async () => {
+    const producers = Array.from({ length: 16 }, () =>
+      new Queue<{ p: number; i: number }>('fast-busy', { connectionString: db.url, schema: db.schema, poolSize: 1, migrate: false }))
+    const runs = new Map<string, number>()
+    const worker = new Worker<{ p: number; i: number }>('fast-busy', async (job) => {
+      runs.set(job.id, (runs.get(job.id) ?? 0) + 1)
+      await new Promise((resolve) => setTimeout(resolve, Math.random() * 3))
+    }, { connectionString: db.url, schema: db.schema, concurrency: 4, pollIntervalMs: 500, maintenanceIntervalMs: 0, migrate: false })
+    worker.on('error', () => {})
+    try {
+      await worker.run()
+      const added = await Promise.all(producers.map(async (q, p) => {
+        const ids: string[] = []
+        for (let i = 0; i < 40; i++) {
+          ids.push((await q.add('job', { p, i })).id)
+          if (i % 7 === 0) await new Promise((resolve) => setTimeout(resolve, Math.random() * 5))
+        }
+        return ids
+      }))
+      const ids = added.flat()
+      expect(new Set(ids).size).toBe(640)
+      await waitFor(() => ids.every((id) => runs.has(id)), 20_000, 'every job to run')
+      await worker.close()
+      expect([...runs.values()].every((n) => n === 1)).toBe(true)
+      expect(runs.size).toBe(640)
+      const { rows } = await db.pool.query(
+        `select state, count(*)::int as n from "${db.schema}".jobs where queue = 'fast-busy' group by state`)
+      expect(rows).toEqual([{ state: 'completed', n: 640 }])
+    } finally {
+      await worker.close()
+      await Promise.all(producers.map((q) => q.close()))
+    }
+  }, 60_000)
+})
