@@ -1,9 +1,12 @@
-// add_job() hands a job straight to a live idle worker (migration 000003): who gets one, what the NOTIFY carries, and when it must not happen.
+// An add hands a job straight to a live idle worker (migration 000003): who gets one, what the NOTIFY carries, and when
+// it must not happen. Two implementations, the same rules: add_job() (any add it decides: here, adds with a jobId)
+// and sql/add-plain-job.sql (a plain queue.add, without plpgsql); every test runs against both.
 // A test connection plays the worker: it LISTENs, holds the sign-up's advisory lock, and signs up in idle_workers by hand.
 
+import { randomUUID } from 'node:crypto'
 import pg from 'pg'
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
-import { Queue } from '../src/index.js'
+import { type Job, Queue } from '../src/index.js'
 import { type TestSchema, freshSchema } from './support/schema.js'
 import { storedJob, waitFor } from './fixtures/worker-helpers.js'
 
@@ -58,11 +61,17 @@ const settle = async (): Promise<void> => {
   await new Promise((r) => setTimeout(r, 50))
 }
 
-describe('add_job() hand-off to an idle worker', () => {
+type Add = (q: Queue, name: string, data: unknown, opts?: Record<string, unknown>) => Promise<Job>
+const VIA: [string, Add][] = [
+  ['sql/add-plain-job.sql (a plain queue.add)', (q, name, data, opts) => q.add(name, data, opts)],
+  ['add_job() (a queue.add with a jobId)', (q, name, data, opts) => q.add(name, data, { ...opts, jobId: `${name}-${randomUUID()}` })],
+]
+
+describe.each(VIA)('hand-off to an idle worker through %s', (_via, add) => {
   it('inserts the job active for the oldest live sign-up, consumes it, and NOTIFYs the job as the claim returns it', async () => {
     await signUp('w-old', ALIVE_KEY)
     await signUp('w-new', ALIVE_KEY)
-    const job = await queue.add('mail', { to: 'a@example.com', n: 1.5 }, { attempts: 3, priority: 2, backoff: { type: 'fixed', delay: 10 } })
+    const job = await add(queue, 'mail', { to: 'a@example.com', n: 1.5 }, { attempts: 3, priority: 2, backoff: { type: 'fixed', delay: 10 } })
     expect(job.state).toBe('active')
     const row = await storedJob(db, job.id)
     expect(row).toMatchObject({ state: 'active', attempts: 1, locked_by: 'w-old' })
@@ -81,7 +90,7 @@ describe('add_job() hand-off to an idle worker', () => {
     expect(handoffs[0]!.startsWith(prefix)).toBe(true)
     const sent = JSON.parse(handoffs[0]!.slice(prefix.length)) as Record<string, unknown>
     expect(sent).toMatchObject({
-      id: job.id, queue: queueName, name: 'mail', job_id: null, data: { to: 'a@example.com', n: 1.5 },
+      id: job.id, queue: queueName, name: 'mail', job_id: job.jobId, data: { to: 'a@example.com', n: 1.5 },
       priority: 2, attempts: 1, max_attempts: 3, backoff: { type: 'fixed', delay: 10 }, dedup_key: null,
       lock_token: row.lock_token, last_error: null, error_stack: null,
     })
@@ -91,12 +100,12 @@ describe('add_job() hand-off to an idle worker', () => {
   it('hands nothing to a sign-up whose advisory lock nobody holds (its worker is gone): deletes it and wakes the queue instead', async () => {
     await signUp('w-dead', DEAD_KEY)
     await signUp('w-live', ALIVE_KEY)
-    const job = await queue.add('x', {})
+    const job = await add(queue, 'x', {})
     expect((await storedJob(db, job.id)).locked_by).toBe('w-live')
     expect(await signUps()).toEqual([])
 
     await signUp('w-dead-2', DEAD_KEY)
-    const next = await queue.add('y', {})
+    const next = await add(queue, 'y', {})
     expect(next.state).toBe('waiting')
     expect(await signUps()).toEqual([])
     await settle()
@@ -105,11 +114,11 @@ describe('add_job() hand-off to an idle worker', () => {
 
   it('hands nothing over when a due job is already waiting, nor for a delayed job, a keyed job, or through an expired sign-up', async () => {
     await signUp('w-expired', ALIVE_KEY, -1_000)
-    const first = await queue.add('first', {})
+    const first = await add(queue, 'first', {})
     expect(first.state).toBe('waiting')
     await signUp('w', ALIVE_KEY)
-    expect((await queue.add('second', {})).state).toBe('waiting')
-    expect((await queue.add('later', {}, { delay: 60_000 })).state).toBe('delayed')
+    expect((await add(queue, 'second', {})).state).toBe('waiting')
+    expect((await add(queue, 'later', {}, { delay: 60_000 })).state).toBe('delayed')
     const { rows } = await db.pool.query<{ state: string }>(`select state from "${db.schema}".jobs where queue = $1`, [queueName])
     expect(rows.map((r) => r.state).sort()).toEqual(['delayed', 'waiting', 'waiting'])
     expect(await signUps()).toEqual([{ worker_id: 'w-expired' }, { worker_id: 'w' }])
@@ -117,7 +126,7 @@ describe('add_job() hand-off to an idle worker', () => {
     // A queue with nothing due: a keyed add still goes the claim way (its key may be taken back by a replace).
     const keyed = new Queue(`${queueName}-k`, { connectionString: db.url, schema: db.schema, migrate: false })
     try {
-      await db.pool.query(`update "${db.schema}".idle_workers set queue = $1 where worker_id = 'w'`, [`${queueName}-k`])
+      await db.pool.query(`update "${db.schema}".idle_workers set queue = $1 where queue = $2 and worker_id = 'w'`, [`${queueName}-k`, queueName])
       const job = await keyed.add('k', {}, { deduplication: { id: 'key-1' } })
       expect(job.state).toBe('waiting')
       const { rows: left } = await db.pool.query(`select 1 from "${db.schema}".idle_workers where queue = $1`, [`${queueName}-k`])
@@ -132,7 +141,7 @@ describe('add_job() hand-off to an idle worker', () => {
     const client = await db.pool.connect()
     try {
       await client.query('begin')
-      const job = await queue.add('x', {}, { tx: client })
+      const job = await add(queue, 'x', {}, { tx: client })
       expect(job.state).toBe('active')
       await client.query('rollback')
     } finally {
@@ -150,7 +159,7 @@ describe('add_job() hand-off to an idle worker', () => {
     await signUp('w-2', ALIVE_KEY)
     const queues = Array.from({ length: 6 }, () => new Queue(queueName, { connectionString: db.url, schema: db.schema, migrate: false }))
     try {
-      const jobs = await Promise.all(queues.map((q, i) => q.add('c', { i })))
+      const jobs = await Promise.all(queues.map((q, i) => add(q, 'c', { i })))
       const { rows } = await db.pool.query<{ locked_by: string | null }>(
         `select locked_by from "${db.schema}".jobs where id = any($1::bigint[])`, [jobs.map((j) => j.id)])
       const owners = rows.map((r) => r.locked_by).filter((w) => w !== null).sort()
@@ -178,7 +187,7 @@ describe('add_job() hand-off to an idle worker', () => {
   it('a job too large for a NOTIFY payload is announced by id and lock token only', async () => {
     await signUp('w', ALIVE_KEY)
     const big = { text: 'x'.repeat(10_000) }
-    const job = await queue.add('big', big)
+    const job = await add(queue, 'big', big)
     await settle()
     // The payloads of this job only: a NOTIFY of the previous test may arrive late.
     const mine = () => payloads.filter((p) => p.startsWith('handoff w '))
