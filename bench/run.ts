@@ -64,6 +64,9 @@ async function benchSystem(info: SystemInfo, serverUrl: string, settings: RunSet
     const system = await info.open(url)
     const ctx: WorkloadContext = { info, system, url, sizes: settings.sizes, admin, roundTrips: countRoundTrips() }
     try {
+      // Every system starts from the same server state: the previous system's (or pgbench's) dirty pages written out,
+      // not flushed in the background during this one's first workloads. Needs superuser (or pg_checkpoint); skipped if refused.
+      if (admin) await admin.query('checkpoint').catch((err: Error) => log(`checkpoint skipped: ${err.message}`))
       await warmUp(ctx)
       for (const [id, workload] of WORKLOADS) {
         if (id === 'W8' && settings.sizes.w8Queued === 0) continue
@@ -95,7 +98,7 @@ function notes(settings: RunSettings, redis: string | null): string[] {
   const s = settings.sizes
   return [
     ...(settings.note ? [settings.note] : []),
-    'Each system runs alone, in a fresh database of the same server, after a short untimed warm-up; workloads run one after another in table order.',
+    'Each system runs alone, in a fresh database of the same server, after a CHECKPOINT and a short untimed warm-up; workloads run one after another in table order.',
     'W4 and W8 run the consumer in a child process (also the source of the RSS figures). W4 is timed from the first handler start until the system reports every job completed; ' +
       `W8 from the first handler start to the ${s.w8Window.toLocaleString('en-US')}th, with the backlog vacuumed and analysed first.`,
     'W6 sends one job at a time (producer and worker in one process, 10 ms apart) and times add() call → handler start.',

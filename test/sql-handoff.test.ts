@@ -1,6 +1,6 @@
-// An add hands a job straight to a live idle worker (migration 000003): who gets one, what the NOTIFY carries, and when
-// it must not happen. Two implementations, the same rules: add_job() (any add it decides: here, adds with a jobId)
-// and sql/add-plain-job.sql (a plain queue.add, without plpgsql); every test runs against both.
+// add_job() hands a job straight to a live idle worker (migration 000003): who gets one, what the NOTIFY carries, and
+// when it must not happen. Every test runs through both ways an add reaches it: a queue.add with a jobId (add-job.sql)
+// and a plain queue.add (add-plain-job.sql, which calls add_job() once it found the queue idle).
 // A test connection plays the worker: it LISTENs, holds the sign-up's advisory lock, and signs up in idle_workers by hand.
 
 import { randomUUID } from 'node:crypto'
@@ -63,8 +63,8 @@ const settle = async (): Promise<void> => {
 
 type Add = (q: Queue, name: string, data: unknown, opts?: Record<string, unknown>) => Promise<Job>
 const VIA: [string, Add][] = [
-  ['sql/add-plain-job.sql (a plain queue.add)', (q, name, data, opts) => q.add(name, data, opts)],
-  ['add_job() (a queue.add with a jobId)', (q, name, data, opts) => q.add(name, data, { ...opts, jobId: `${name}-${randomUUID()}` })],
+  ['a plain queue.add', (q, name, data, opts) => q.add(name, data, opts)],
+  ['a queue.add with a jobId', (q, name, data, opts) => q.add(name, data, { ...opts, jobId: `${name}-${randomUUID()}` })],
 ]
 
 describe.each(VIA)('hand-off to an idle worker through %s', (_via, add) => {
