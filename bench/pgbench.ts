@@ -2,13 +2,16 @@
 
 import { execFile } from 'node:child_process'
 import { existsSync, readFileSync, readdirSync } from 'node:fs'
+import { isAbsolute } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 import pg from 'pg'
 import { dropDatabase, freshDatabase } from './databases.js'
 
 const run = promisify(execFile)
-const script = (name: string): string => fileURLToPath(new URL(`./pgbench/${name}.sql`, import.meta.url))
+/** bench/pgbench/<name>.sql, or `name` itself when it is an absolute path (a script written at run time). */
+const script = (name: string): string =>
+  isAbsolute(name) ? name : fileURLToPath(new URL(`./pgbench/${name}.sql`, import.meta.url))
 
 export interface ServerLimits {
   /** Single-row INSERT transactions/s, 1 client. */
