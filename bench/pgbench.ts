@@ -40,8 +40,9 @@ export function findPgbench(): string | null {
 }
 
 /** Transactions/s of `bench/pgbench/<name>.sql` run by `clients` clients for `seconds`. */
-export async function tps(pgbench: string, url: string, name: string, clients: number, seconds: number): Promise<number> {
-  const args = ['-n', '-f', script(name), '-c', String(clients), '-j', String(Math.min(clients, 2)), '-T', String(seconds), url]
+export async function tps(pgbench: string, url: string, name: string, clients: number, seconds: number, prepared = false): Promise<number> {
+  const args = ['-n', '-f', script(name), '-c', String(clients), '-j', String(Math.min(clients, 2)), '-T', String(seconds),
+    ...(prepared ? ['-M', 'prepared'] : []), url]
   const { stdout } = await run(pgbench, args, { maxBuffer: 1 << 20 })
   const match = /tps = ([\d.]+) \(without initial connection time\)/.exec(stdout)
   if (!match) throw new Error(`pgbench ${name}: no tps in its output:\n${stdout}`)
