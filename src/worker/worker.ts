@@ -21,6 +21,7 @@ import { Fifo } from './fifo.js'
 import { type ClaimedRow, JobStore, claimedToJobRow } from './job-store.js'
 import { Notifier } from './notifier.js'
 import { Pace } from './pace.js'
+import { SettlePolls } from './settle.js'
 import { type ResolvedWorkerOptions, type WorkerOptions, resolveWorkerOptions } from './options.js'
 import { RetryLaterError } from './retry-later.js'
 
@@ -47,6 +48,8 @@ const MIN_REWAKE_MS = 5
 const MAX_CLAIM_RETRY_MS = 5_000
 /** An idle sign-up outlives this many poll intervals (each empty poll renews it), plus a second. */
 const SIGN_UP_POLLS = 2
+/** First settle poll after the queue ran dry (see SettlePolls); each next one waits twice as long. */
+const FIRST_SETTLE_POLL_MS = 25
 
 /**
  * Runs `handler` for the jobs of queue `queue` (DESIGN.md §3).
@@ -85,6 +88,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
   private wokenDuringClaim = false
   private claimRetryMs = 100
   private readonly pace = new Pace()
+  private readonly settle: SettlePolls
   private beating = false
   private maintaining: Promise<void> | null = null
   private started: Promise<void> | undefined
@@ -114,6 +118,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
     this.ownsPool = owned
     this.store = new JobStore(pool, this.schema, this.queue, this.id, resolved.leaseMs)
     this.batcher = new CompletionBatcher(this.store, MAX_COMPLETION_BATCH, (err) => this.reportError(err), this.logger)
+    this.settle = new SettlePolls(FIRST_SETTLE_POLL_MS, resolved.pollIntervalMs, () => this.wake())
     this.effects = new Effects({ pool, schema: this.schema, logger: resolved.logger, migrate: false })
     this.services = { pool, store: this.store, effects: this.effects, retryLaterMs: resolved.retryLaterMs, logger: this.logger }
     // The pool's own settings, plus keepalives so that a silently dropped LISTEN connection is noticed, and a connect timeout.
@@ -263,10 +268,14 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
     this.claiming = null
     this.claimRetryMs = 100
     for (const row of rows) this.hold(row)
-    if (rows.length === 0 && !this.wokenDuringClaim) {
-      // Only an empty claim puts the worker to sleep, until NOTIFY, the poll, or the next due time.
+    if (rows.length > 0) this.settle.busy()
+    else if (!this.wokenDuringClaim) {
+      // Only an empty claim puts the worker to sleep, until NOTIFY, the poll, the next due time or a settle poll.
       this.sleeping = true
-      if (this.state === 'running') void this.scheduleNextDue()
+      if (this.state === 'running') {
+        void this.scheduleNextDue()
+        this.settle.empty()
+      }
     }
     this.pump()
   }
@@ -322,6 +331,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
     // Announced twice (a NOTIFY and the adoption after a reconnect): run it once.
     if (this.held.has(row.lock_token)) return
     const h = this.hold(row)
+    this.settle.busy()
     this.logger.debug({ jobId: row.id }, 'pgonce: job handed over by add_job()')
     // Awake again: after this job the worker claims, and signs up anew if nothing is due.
     this.sleeping = false
@@ -502,6 +512,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
     clearInterval(this.pollTimer)
     clearInterval(this.maintenanceTimer)
     clearTimeout(this.dueTimer)
+    this.settle.cancel()
     if (wasRunning) {
       await this.started?.catch(() => {})
       await this.claiming

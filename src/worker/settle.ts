@@ -1,0 +1,47 @@
+// After its queue runs dry, a worker claims again a few times, at growing intervals, before it relies on NOTIFY and the poll alone.
+
+/**
+ * An add decides from its snapshot whether to wake workers: one made while a due job was waiting sends no NOTIFY
+ * (workers busy with that job claim again on their own). If its transaction commits only after a worker took the
+ * last visible job and went to sleep, nothing announces it, and every later add sees the queue busy too. These
+ * polls, at `firstMs`, then twice the previous interval until the poll interval is reached, find such jobs
+ * (and whatever was added after them) within about twice the time the transaction stayed open.
+ */
+export class SettlePolls {
+  /** Interval of the last settle poll; 0: busy (the next empty claim starts the series); null: not settling. */
+  private lastMs: number | null = null
+  private timer: NodeJS.Timeout | undefined
+
+  constructor(
+    private readonly firstMs: number,
+    private readonly untilMs: number,
+    private readonly wake: () => void,
+  ) {}
+
+  /** Jobs arrived (a claim found some, or one was handed over): an empty claim after them starts the series again. */
+  busy(): void {
+    this.lastMs = 0
+    this.cancel()
+  }
+
+  /** A claim came back empty and the worker went to sleep: claim again after the next interval, if below the poll's. */
+  empty(): void {
+    if (this.lastMs === null) return
+    const next = this.lastMs === 0 ? this.firstMs : this.lastMs * 2
+    if (next >= this.untilMs) {
+      this.lastMs = null
+      return
+    }
+    this.lastMs = next
+    if (this.timer !== undefined) return
+    this.timer = setTimeout(() => {
+      this.timer = undefined
+      this.wake()
+    }, next)
+  }
+
+  cancel(): void {
+    clearTimeout(this.timer)
+    this.timer = undefined
+  }
+}
