@@ -53,17 +53,40 @@ async function warmUp(ctx: WorkloadContext): Promise<void> {
   for (let b = 0; b < 2; b++) await ctx.system.addBulk('warmup', payloads(b * 1000, 1000))
 }
 
-async function benchSystem(info: SystemInfo, serverUrl: string, settings: RunSettings): Promise<SystemRun> {
-  const run: SystemRun = { id: info.id, label: info.label, backend: info.backend, config: info.config, workloads: {}, errors: {} }
-  const database = `pgonce_bench_${info.id.replace(/-/g, '_')}`
+/**
+ * W4 and W8 time the backlog of one queue: each runs in a database (or under a Redis prefix) of its own, so that the
+ * jobs earlier workloads left waiting in other queues (65,000 from W1–W3, never consumed) do not weigh on it.
+ * They did on graphile-worker, whose fetch skips waiting jobs of tasks the worker does not handle: with W3's 50,000
+ * left in its table its W8 fell from ~55,000 to ~35,000 jobs/s, in a full run to ~27,000.
+ */
+const OWN_DATABASE = new Set<WorkloadId>(['W4', 'W8'])
+
+/** Opens `info` in a fresh database `database` (or a fresh Redis prefix), runs `fn`, closes it and drops the database. */
+async function inFreshDatabase<T>(info: SystemInfo, serverUrl: string, settings: RunSettings, database: string,
+  fn: (ctx: WorkloadContext) => Promise<T>): Promise<T> {
   const url = info.backend === 'postgres' ? await freshDatabase(serverUrl, database) : redisTarget(settings.redisUrl)
   const admin = info.backend === 'postgres' ? new pg.Pool({ connectionString: url, max: 1 }) : null
   // Ended before the forced drop of the database, which can still reach its closing client (see systems/pgonce.ts).
   admin?.on('error', () => {})
   try {
     const system = await info.open(url)
-    const ctx: WorkloadContext = { info, system, url, sizes: settings.sizes, admin, roundTrips: countRoundTrips() }
     try {
+      return await fn({ info, system, url, sizes: settings.sizes, admin, roundTrips: countRoundTrips() })
+    } finally {
+      await system.close()
+    }
+  } finally {
+    await admin?.end()
+    if (info.backend === 'postgres') await dropDatabase(serverUrl, database)
+  }
+}
+
+async function benchSystem(info: SystemInfo, serverUrl: string, settings: RunSettings): Promise<SystemRun> {
+  const run: SystemRun = { id: info.id, label: info.label, backend: info.backend, config: info.config, workloads: {}, errors: {} }
+  const database = `pgonce_bench_${info.id.replace(/-/g, '_')}`
+  try {
+    await inFreshDatabase(info, serverUrl, settings, database, async (ctx) => {
+      const { admin } = ctx
       // Every system starts from the same server state: the previous system's (or pgbench's) dirty pages written out,
       // not flushed in the background during this one's first workloads. Needs superuser (or pg_checkpoint); skipped if refused.
       if (admin) await admin.query('checkpoint').catch((err: Error) => log(`checkpoint skipped: ${err.message}`))
@@ -73,7 +96,9 @@ async function benchSystem(info: SystemInfo, serverUrl: string, settings: RunSet
         if (settings.workloads && !settings.workloads.includes(id)) continue
         const started = performance.now()
         try {
-          const result = await workload(ctx)
+          const result = OWN_DATABASE.has(id)
+            ? await inFreshDatabase(info, serverUrl, settings, `${database}_${id.toLowerCase()}`, workload)
+            : await workload(ctx)
           run.workloads[id] = result
           log(`${info.label} ${id}: ${summary(result)} (${((performance.now() - started) / 1000).toFixed(1)} s)`)
         } catch (err) {
@@ -81,15 +106,10 @@ async function benchSystem(info: SystemInfo, serverUrl: string, settings: RunSet
           log(`${info.label} ${id} failed: ${run.errors[id]}`)
         }
       }
-    } finally {
-      await system.close()
-    }
+    })
   } catch (err) {
     run.errors.open = err instanceof Error ? err.stack ?? err.message : String(err)
     log(`${info.label} failed: ${run.errors.open}`)
-  } finally {
-    await admin?.end()
-    if (info.backend === 'postgres') await dropDatabase(serverUrl, database)
   }
   return run
 }
@@ -98,7 +118,7 @@ function notes(settings: RunSettings, redis: string | null): string[] {
   const s = settings.sizes
   return [
     ...(settings.note ? [settings.note] : []),
-    'Each system runs alone, in a fresh database of the same server, after a CHECKPOINT and a short untimed warm-up; workloads run one after another in table order.',
+    'Each system runs alone, in a fresh database of the same server, after a CHECKPOINT and a short untimed warm-up; workloads run one after another in table order, W4 and W8 each in a fresh database of their own (without the jobs W1–W3 left waiting in other queues).',
     'W4 and W8 run the consumer in a child process (also the source of the RSS figures). W4 is timed from the first handler start until the system reports every job completed; ' +
       `W8 from the first handler start to the ${s.w8Window.toLocaleString('en-US')}th, with the backlog vacuumed and analysed first.`,
     'W6 sends one job at a time (producer and worker in one process, 10 ms apart) and times add() call → handler start.',
