@@ -27,7 +27,7 @@ function stored(job: object): Record<string, unknown> {
   return fields
 }
 
-describe('queue.add of a plain job into a queue with due work', () => {
+describe('queue.add of a plain job due now (sql/add-plain-job.sql)', () => {
   it('skips add_job() and returns the job as stored, whatever its options', async () => {
     const queue = queueOf('fast-one')
     const client = await db.pool.connect()
