@@ -1,10 +1,13 @@
-// queue.add of a plain job due now (no jobId, key, dependency or delay) into a queue that has due waiting work is
-// one bare INSERT (sql/add-plain-job.sql) instead of add_job(): the job it returns must be the job stored, add_job()
-// must still decide whenever there is a worker to wake or hand the job to, and no job may be lost or run twice.
+// queue.add's two ways around add_job(). A plain job due now (no jobId, key, dependency or delay) into a queue that
+// has due waiting work is one bare INSERT (sql/add-plain-job.sql): the job it returns must be the job stored, add_job()
+// must still decide whenever there is a worker to wake or hand the job to, and no job may be lost or run twice. A
+// plain duplicate (a key without extend/replace, no jobId, no dependency) whose key is held is answered by
+// sql/add-job.sql itself: the owner it returns must be the job stored, and every other add with a key must still be
+// decided by add_job().
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { Queue, Worker } from '../src/index.js'
-import { listen } from './fixtures/add-probes.js'
+import { Queue, ValidationError, Worker } from '../src/index.js'
+import { addJobCallsIn, listen } from './fixtures/add-probes.js'
 import { waitFor } from './fixtures/worker-helpers.js'
 import { type TestSchema, freshSchema } from './support/schema.js'
 
@@ -31,16 +34,9 @@ describe('queue.add of a plain job due now (sql/add-plain-job.sql)', () => {
   it('skips add_job() and returns the job as stored, whatever its options', async () => {
     const queue = queueOf('fast-one')
     const client = await db.pool.connect()
-    // add_job() calls made inside this transaction: its own counters, so no other test can disturb them.
-    const addJobCalls = async (): Promise<number> => {
-      const { rows } = await client.query(
-        `select coalesce(sum(calls), 0)::int as n from pg_stat_xact_user_functions where schemaname = $1 and funcname = 'add_job'`,
-        [db.schema])
-      return rows[0].n as number
-    }
     try {
       await client.query('begin')
-      await client.query(`set local track_functions = 'pl'`)
+      const addJobCalls = await addJobCallsIn(client, db.schema)
       const first = await queue.add('first', { i: 0 }, { tx: client })
       expect(first.outcome).toBe('added')
       // The queue had no due work: add_job() decided (a worker may need waking).
@@ -181,4 +177,92 @@ describe('queue.add of a plain job due now (sql/add-plain-job.sql)', () => {
       await Promise.all(producers.map((q) => q.close()))
     }
   }, 60_000)
+})
+
+describe('queue.add of a duplicate whose key is held (sql/add-job.sql)', () => {
+  it('answers with the owner as stored, without calling add_job()', async () => {
+    const queue = queueOf<Record<string, unknown>>('dup-fast')
+    const client = await db.pool.connect()
+    try {
+      await client.query('begin')
+      const addJobCalls = await addJobCallsIn(client, db.schema)
+      const owner = await queue.add('owner', { n: 1, nested: { list: [1, 'two', null] } },
+        { deduplication: { id: 'ttl-key', ttl: 60_000 }, priority: 4, attempts: 3, backoff: { type: 'exponential', delay: 50 }, tx: client })
+      const noTtl = await queue.add('owner', { n: 2 }, { deduplication: { id: 'plain-key' }, tx: client })
+      expect([owner.outcome, noTtl.outcome]).toEqual(['added', 'added'])
+      expect(await addJobCalls()).toBe(2)
+
+      for (const [key, want] of [['ttl-key', owner], ['plain-key', noTtl]] as const) {
+        const dup = await queue.add('other', { n: 3 }, { deduplication: { id: key, ttl: 5_000 }, delay: 10_000, tx: client })
+        expect([dup.outcome, dup.deduplicated]).toEqual(['duplicate-key', true])
+        expect(stored(dup)).toEqual(stored(want))
+      }
+      expect(await addJobCalls()).toBe(2)
+      expect(queue.outcomes.get('duplicate-key')).toBe(2)
+      await client.query('commit')
+      // What the duplicate returned equals a read of the owner.
+      const dup = await queue.add('other', {}, { deduplication: { id: 'ttl-key' } })
+      expect(stored(dup)).toEqual(stored((await queue.getJob(owner.id)) as object))
+    } finally {
+      await client.query('rollback').catch(() => {})
+      client.release()
+      await queue.close()
+    }
+  })
+
+  it('leaves extend, replace, a jobId, a dependency and a key no longer held to add_job()', async () => {
+    const queue = queueOf('dup-slow')
+    const client = await db.pool.connect()
+    try {
+      await client.query('begin')
+      const addJobCalls = await addJobCallsIn(client, db.schema)
+      const owner = await queue.add('owner', { v: 1 }, { deduplication: { id: 'k', ttl: 60_000 }, tx: client })
+      const other = await queue.add('other', {}, { jobId: 'dup-slow-custom', tx: client })
+      let calls = await addJobCalls()
+
+      const decidedByAddJob = async (opts: Parameters<Queue['add']>[2], outcome: string): Promise<void> => {
+        const job = await queue.add('again', { v: 2 }, { ...opts, tx: client })
+        expect(job.outcome).toBe(outcome)
+        expect(await addJobCalls()).toBe(++calls)
+      }
+      await decidedByAddJob({ deduplication: { id: 'k', ttl: 60_000, extend: true } }, 'extended')
+      // A live jobId answers first, whatever the key says.
+      await decidedByAddJob({ jobId: 'dup-slow-custom', deduplication: { id: 'k', ttl: 60_000 } }, 'duplicate-job-id')
+      await decidedByAddJob({ deduplication: { id: 'k', ttl: 60_000 }, dependsOn: [other.id] }, 'duplicate-key')
+      // A dependency that does not exist is refused even though the key is held.
+      await expect(queue.add('again', {}, { deduplication: { id: 'k', ttl: 60_000 }, dependsOn: ['999999999'], tx: client }))
+        .rejects.toSatisfy((err) => err instanceof ValidationError && err.code === 'DEPENDENCY_NOT_FOUND')
+      expect(await addJobCalls()).toBe(++calls)
+      await decidedByAddJob({ deduplication: { id: 'k', ttl: 60_000, replace: true } }, 'replaced')
+
+      // A TTL key past its expiry is not held: the add creates a new job.
+      await client.query(`update "${db.schema}".dedup_keys set expires_at = now() - interval '1 second' where queue = 'dup-slow' and key = 'k'`)
+      const fresh = await queue.add('again', { v: 3 }, { deduplication: { id: 'k', ttl: 60_000 }, tx: client })
+      expect(fresh.outcome).toBe('added')
+      expect(fresh.id).not.toBe(owner.id)
+      expect(await addJobCalls()).toBe(++calls)
+    } finally {
+      await client.query('rollback').catch(() => {})
+      client.release()
+      await queue.close()
+    }
+  })
+
+  it('answers every duplicate of one key with one job under 16 concurrent producers', async () => {
+    const queue = queueOf('dup-race')
+    try {
+      const jobs = await Promise.all(Array.from({ length: 16 }, (_, p) => (async () => {
+        const seen = []
+        for (let i = 0; i < 10; i++) seen.push(await queue.add('job', { p, i }, { deduplication: { id: 'one', ttl: 60_000 } }))
+        return seen
+      })()))
+      const all = jobs.flat()
+      expect(new Set(all.map((j) => j.id)).size).toBe(1)
+      expect(all.filter((j) => j.outcome === 'added')).toHaveLength(1)
+      const { rows } = await db.pool.query(`select count(*)::int as n from "${db.schema}".jobs where queue = 'dup-race'`)
+      expect(rows[0].n).toBe(1)
+    } finally {
+      await queue.close()
+    }
+  })
 })
