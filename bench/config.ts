@@ -68,7 +68,7 @@ export function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): RunSettin
     w8Window: Math.min(w8Queued, numberFrom(env, 'BENCH_W8_WINDOW', scaled(20_000, scale, 1000))),
     producers: 16,
     bulkBatch: 1000,
-    warmup: 20,
+    warmup: numberFrom(env, 'BENCH_WARMUP', 200),
   }
   const list = (raw: string | undefined): string[] | null =>
     raw?.trim() ? raw.split(',').map((s) => s.trim()).filter(Boolean) : null

@@ -122,6 +122,7 @@ function notes(settings: RunSettings, redis: string | null): string[] {
     'W4 and W8 run the consumer in a child process (also the source of the RSS figures). W4 is timed from the first handler start until the system reports every job completed; ' +
       `W8 from the first handler start to the ${s.w8Window.toLocaleString('en-US')}th, with the backlog vacuumed and analysed first.`,
     'W6 sends one job at a time (producer and worker in one process, 10 ms apart) and times add() call → handler start.',
+    `W6 and W7 time their samples after ${s.warmup} untimed ones of the same kind.`,
     'W5 and W7 use each system\'s own dedup feature (configuration below); a wrong job count is marked ✗.',
     redis
       ? 'BullMQ on Redis is a reference, not a Postgres peer: it is left out of the ratio column.'
