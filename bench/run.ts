@@ -1,4 +1,4 @@
-// `npm run bench`: issue 6's workloads on pgonce and its peers, each in a fresh database of one server; prints the table, writes bench/results/<date>-<host>.json.
+// `npm run bench`: issue 6's workloads on pgonce and its peers, each in a fresh database of one server; prints the table, writes bench/results/<date>-<host>[-n].json.
 
 import { mkdirSync, writeFileSync } from 'node:fs'
 import pg from 'pg'
@@ -159,11 +159,22 @@ try {
   process.stdout.write(`${renderMarkdown(run)}\n`)
   const dir = new URL('./results/', import.meta.url)
   mkdirSync(dir, { recursive: true })
-  // A scaled or partial run never overwrites the figures of a full one.
-  const tag = `${settings.scale === 1 ? '' : `-scale${settings.scale}`}${settings.systems || settings.workloads ? '-partial' : ''}`
-  const file = new URL(`${startedAt.toISOString().slice(0, 10)}-${machine.host.replace(/[^A-Za-z0-9_.-]/g, '_')}${tag}.json`, dir)
-  writeFileSync(file, `${JSON.stringify(run, null, 2)}\n`)
-  log(`wrote ${file.pathname}`)
+  // A scaled or partial run never overwrites the figures of a full one, and a full run never overwrites an earlier
+  // one of the same day (it takes the next free -2, -3, …); a partial run replaces the previous partial one.
+  const partial = Boolean(settings.systems || settings.workloads)
+  const tag = `${settings.scale === 1 ? '' : `-scale${settings.scale}`}${partial ? '-partial' : ''}`
+  const stem = `${startedAt.toISOString().slice(0, 10)}-${machine.host.replace(/[^A-Za-z0-9_.-]/g, '_')}${tag}`
+  const text = `${JSON.stringify(run, null, 2)}\n`
+  for (let n = 1; ; n++) {
+    const file = new URL(`${stem}${n === 1 ? '' : `-${n}`}.json`, dir)
+    try {
+      writeFileSync(file, text, { flag: partial ? 'w' : 'wx' })
+      log(`wrote ${file.pathname}`)
+      break
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err
+    }
+  }
 } finally {
   await server.stop()
 }
