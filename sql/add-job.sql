@@ -2,7 +2,7 @@
 -- The job comes back as one JSON text (id as a string): parsing it costs the client half of what 20 typed columns do.
 -- A plain duplicate (a key without extend/replace, no jobId, no dependency) whose key is held is answered here with
 -- its owner, without the plpgsql call: the same lock-free read add_job() starts with (same rules, same snapshot
--- semantics), at about 40% less server time. Anything else, and a key that is not held, goes to add_job().
+-- semantics), at 30-40% less server time. Anything else, and a key that is not held, goes to add_job().
 with held as materialized (
   select o from :PGONCE_SCHEMA.dedup_keys k join :PGONCE_SCHEMA.jobs o on o.id = k.job_id
   where $5::text is not null and $4::text is null and $13::bigint[] is null
