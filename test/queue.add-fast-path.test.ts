@@ -7,7 +7,7 @@
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { Queue, ValidationError, Worker } from '../src/index.js'
-import { addJobCallsIn, listen } from './fixtures/add-probes.js'
+import { inTrackedTransaction, listen } from './fixtures/add-probes.js'
 import { waitFor } from './fixtures/worker-helpers.js'
 import { type TestSchema, freshSchema } from './support/schema.js'
 
@@ -33,60 +33,56 @@ function stored(job: object): Record<string, unknown> {
 describe('queue.add of a plain job due now (sql/add-plain-job.sql)', () => {
   it('skips add_job() and returns the job as stored, whatever its options', async () => {
     const queue = queueOf('fast-one')
-    const client = await db.pool.connect()
     try {
-      await client.query('begin')
-      const addJobCalls = await addJobCallsIn(client, db.schema)
-      const first = await queue.add('first', { i: 0 }, { tx: client })
-      expect(first.outcome).toBe('added')
-      // The queue had no due work: add_job() decided (a worker may need waking).
-      expect(await addJobCalls()).toBe(1)
+      await inTrackedTransaction(db, async ({ client, addJobCalls }) => {
+        const first = await queue.add('first', { i: 0 }, { tx: client })
+        expect(first.outcome).toBe('added')
+        // The queue had no due work: add_job() decided (a worker may need waking).
+        expect(await addJobCalls()).toBe(1)
 
-      const cases: { name: string; data: unknown; opts?: Record<string, unknown> }[] = [
-        { name: 'nested', data: { b: 1, a: { list: [1, 'two', null, { x: true }] } } },
-        { name: 'options', data: { i: 2 }, opts: { priority: 7, attempts: 3, backoff: 250 } },
-        { name: 'exponential', data: { i: 3 }, opts: { delay: 0, backoff: { type: 'exponential', delay: 100, jitter: 0.25 } } },
-        { name: 'string', data: 'a string' },
-        { name: 'undefined', data: undefined },
-        { name: 'null', data: null },
-      ]
-      for (const c of cases) {
-        const job = await queue.add(c.name, c.data, { ...c.opts, tx: client })
-        expect([job.outcome, job.deduplicated, job.state, job.attempts]).toEqual(['added', false, 'waiting', 0])
-        const read = await client.query(`select id::text from "${db.schema}".jobs where id = $1`, [job.id])
-        expect(read.rows).toHaveLength(1)
-      }
-      expect(await addJobCalls()).toBe(1)
+        const cases: { name: string; data: unknown; opts?: Record<string, unknown> }[] = [
+          { name: 'nested', data: { b: 1, a: { list: [1, 'two', null, { x: true }] } } },
+          { name: 'options', data: { i: 2 }, opts: { priority: 7, attempts: 3, backoff: 250 } },
+          { name: 'exponential', data: { i: 3 }, opts: { delay: 0, backoff: { type: 'exponential', delay: 100, jitter: 0.25 } } },
+          { name: 'string', data: 'a string' },
+          { name: 'undefined', data: undefined },
+          { name: 'null', data: null },
+        ]
+        for (const c of cases) {
+          const job = await queue.add(c.name, c.data, { ...c.opts, tx: client })
+          expect([job.outcome, job.deduplicated, job.state, job.attempts]).toEqual(['added', false, 'waiting', 0])
+          const read = await client.query(`select id::text from "${db.schema}".jobs where id = $1`, [job.id])
+          expect(read.rows).toHaveLength(1)
+        }
+        expect(await addJobCalls()).toBe(1)
 
-      // A jobId, a key, a dependency or a delay still goes through add_job().
-      await queue.add('custom', {}, { jobId: 'fast-one-custom', tx: client })
-      await queue.add('keyed', {}, { deduplication: { id: 'k' }, tx: client })
-      await queue.add('child', {}, { dependsOn: [first.id], tx: client })
-      await queue.add('later', {}, { delay: 60_000, tx: client })
-      expect(await addJobCalls()).toBe(5)
-      await client.query('commit')
+        // A jobId, a key, a dependency or a delay still goes through add_job().
+        await queue.add('custom', {}, { jobId: 'fast-one-custom', tx: client })
+        await queue.add('keyed', {}, { deduplication: { id: 'k' }, tx: client })
+        await queue.add('child', {}, { dependsOn: [first.id], tx: client })
+        await queue.add('later', {}, { delay: 60_000, tx: client })
+        expect(await addJobCalls()).toBe(5)
+        await client.query('commit')
 
-      const jobs = await Promise.all(cases.map(async (c) => {
-        const { rows } = await db.pool.query(`select id::text from "${db.schema}".jobs where queue = 'fast-one' and name = $1`, [c.name])
-        return queue.getJob(rows[0].id as string)
-      }))
-      // Added again outside the transaction (same options), the returned jobs must equal what a read gives.
-      for (const [i, c] of cases.entries()) {
-        const job = await queue.add(c.name, c.data, c.opts)
-        const read = await queue.getJob(job.id)
-        expect(stored(job)).toEqual(stored(read as object))
-        expect(job.runAt.getTime()).toBe(job.createdAt.getTime())
-        expect(job.data).toEqual(jobs[i]?.data)
-      }
-      // The returned data is a copy of the caller's, not the caller's object.
-      const data = { mutable: [1] }
-      const job = await queue.add('copy', data)
-      expect(job.data).toEqual(data)
-      expect(job.data).not.toBe(data)
+        const jobs = await Promise.all(cases.map(async (c) => {
+          const { rows } = await db.pool.query(`select id::text from "${db.schema}".jobs where queue = 'fast-one' and name = $1`, [c.name])
+          return queue.getJob(rows[0].id as string)
+        }))
+        // Added again outside the transaction (same options), the returned jobs must equal what a read gives.
+        for (const [i, c] of cases.entries()) {
+          const job = await queue.add(c.name, c.data, c.opts)
+          const read = await queue.getJob(job.id)
+          expect(stored(job)).toEqual(stored(read as object))
+          expect(job.runAt.getTime()).toBe(job.createdAt.getTime())
+          expect(job.data).toEqual(jobs[i]?.data)
+        }
+        // The returned data is a copy of the caller's, not the caller's object.
+        const data = { mutable: [1] }
+        const job = await queue.add('copy', data)
+        expect(job.data).toEqual(data)
+        expect(job.data).not.toBe(data)
+      })
     } finally {
-      // A failed assertion inside the transaction must not hand an open transaction back to the pool.
-      await client.query('rollback').catch(() => {})
-      client.release()
       await queue.close()
     }
   })
@@ -129,17 +125,15 @@ describe('queue.add of a plain job due now (sql/add-plain-job.sql)', () => {
   it('rolls back with the caller\'s transaction, leaving nothing', async () => {
     const queue = queueOf('fast-tx')
     await queue.add('due', {})
-    const client = await db.pool.connect()
     try {
-      await client.query('begin')
-      const job = await queue.add('inside', { i: 1 }, { tx: client })
-      await client.query('rollback')
-      expect(await queue.getJob(job.id)).toBeNull()
-      const { rows } = await db.pool.query(`select name from "${db.schema}".jobs where queue = 'fast-tx'`)
-      expect(rows.map((r) => r.name)).toEqual(['due'])
+      await inTrackedTransaction(db, async ({ client }) => {
+        const job = await queue.add('inside', { i: 1 }, { tx: client })
+        await client.query('rollback')
+        expect(await queue.getJob(job.id)).toBeNull()
+        const { rows } = await db.pool.query(`select name from "${db.schema}".jobs where queue = 'fast-tx'`)
+        expect(rows.map((r) => r.name)).toEqual(['due'])
+      })
     } finally {
-      await client.query('rollback').catch(() => {})
-      client.release()
       await queue.close()
     }
   })
@@ -182,68 +176,62 @@ describe('queue.add of a plain job due now (sql/add-plain-job.sql)', () => {
 describe('queue.add of a duplicate whose key is held (sql/add-job.sql)', () => {
   it('answers with the owner as stored, without calling add_job()', async () => {
     const queue = queueOf<Record<string, unknown>>('dup-fast')
-    const client = await db.pool.connect()
     try {
-      await client.query('begin')
-      const addJobCalls = await addJobCallsIn(client, db.schema)
-      const owner = await queue.add('owner', { n: 1, nested: { list: [1, 'two', null] } },
-        { deduplication: { id: 'ttl-key', ttl: 60_000 }, priority: 4, attempts: 3, backoff: { type: 'exponential', delay: 50 }, tx: client })
-      const noTtl = await queue.add('owner', { n: 2 }, { deduplication: { id: 'plain-key' }, tx: client })
-      expect([owner.outcome, noTtl.outcome]).toEqual(['added', 'added'])
-      expect(await addJobCalls()).toBe(2)
+      await inTrackedTransaction(db, async ({ client, addJobCalls }) => {
+        const owner = await queue.add('owner', { n: 1, nested: { list: [1, 'two', null] } },
+          { deduplication: { id: 'ttl-key', ttl: 60_000 }, priority: 4, attempts: 3, backoff: { type: 'exponential', delay: 50 }, tx: client })
+        const noTtl = await queue.add('owner', { n: 2 }, { deduplication: { id: 'plain-key' }, tx: client })
+        expect([owner.outcome, noTtl.outcome]).toEqual(['added', 'added'])
+        expect(await addJobCalls()).toBe(2)
 
-      for (const [key, want] of [['ttl-key', owner], ['plain-key', noTtl]] as const) {
-        const dup = await queue.add('other', { n: 3 }, { deduplication: { id: key, ttl: 5_000 }, delay: 10_000, tx: client })
-        expect([dup.outcome, dup.deduplicated]).toEqual(['duplicate-key', true])
-        expect(stored(dup)).toEqual(stored(want))
-      }
-      expect(await addJobCalls()).toBe(2)
-      expect(queue.outcomes.get('duplicate-key')).toBe(2)
-      await client.query('commit')
-      // What the duplicate returned equals a read of the owner.
-      const dup = await queue.add('other', {}, { deduplication: { id: 'ttl-key' } })
-      expect(stored(dup)).toEqual(stored((await queue.getJob(owner.id)) as object))
+        for (const [key, want] of [['ttl-key', owner], ['plain-key', noTtl]] as const) {
+          const dup = await queue.add('other', { n: 3 }, { deduplication: { id: key, ttl: 5_000 }, delay: 10_000, tx: client })
+          expect([dup.outcome, dup.deduplicated]).toEqual(['duplicate-key', true])
+          expect(stored(dup)).toEqual(stored(want))
+        }
+        expect(await addJobCalls()).toBe(2)
+        expect(queue.outcomes.get('duplicate-key')).toBe(2)
+        await client.query('commit')
+        // What the duplicate returned equals a read of the owner.
+        const dup = await queue.add('other', {}, { deduplication: { id: 'ttl-key' } })
+        expect(stored(dup)).toEqual(stored((await queue.getJob(owner.id)) as object))
+      })
     } finally {
-      await client.query('rollback').catch(() => {})
-      client.release()
       await queue.close()
     }
   })
 
   it('leaves extend, replace, a jobId, a dependency and a key no longer held to add_job()', async () => {
     const queue = queueOf('dup-slow')
-    const client = await db.pool.connect()
     try {
-      await client.query('begin')
-      const addJobCalls = await addJobCallsIn(client, db.schema)
-      const owner = await queue.add('owner', { v: 1 }, { deduplication: { id: 'k', ttl: 60_000 }, tx: client })
-      const other = await queue.add('other', {}, { jobId: 'dup-slow-custom', tx: client })
-      let calls = await addJobCalls()
+      await inTrackedTransaction(db, async ({ client, addJobCalls }) => {
+        const owner = await queue.add('owner', { v: 1 }, { deduplication: { id: 'k', ttl: 60_000 }, tx: client })
+        const other = await queue.add('other', {}, { jobId: 'dup-slow-custom', tx: client })
+        let calls = await addJobCalls()
 
-      const decidedByAddJob = async (opts: Parameters<Queue['add']>[2], outcome: string): Promise<void> => {
-        const job = await queue.add('again', { v: 2 }, { ...opts, tx: client })
-        expect(job.outcome).toBe(outcome)
+        const decidedByAddJob = async (opts: Parameters<Queue['add']>[2], outcome: string): Promise<void> => {
+          const job = await queue.add('again', { v: 2 }, { ...opts, tx: client })
+          expect(job.outcome).toBe(outcome)
+          expect(await addJobCalls()).toBe(++calls)
+        }
+        await decidedByAddJob({ deduplication: { id: 'k', ttl: 60_000, extend: true } }, 'extended')
+        // A live jobId answers first, whatever the key says.
+        await decidedByAddJob({ jobId: 'dup-slow-custom', deduplication: { id: 'k', ttl: 60_000 } }, 'duplicate-job-id')
+        await decidedByAddJob({ deduplication: { id: 'k', ttl: 60_000 }, dependsOn: [other.id] }, 'duplicate-key')
+        // A dependency that does not exist is refused even though the key is held.
+        await expect(queue.add('again', {}, { deduplication: { id: 'k', ttl: 60_000 }, dependsOn: ['999999999'], tx: client }))
+          .rejects.toSatisfy((err) => err instanceof ValidationError && err.code === 'DEPENDENCY_NOT_FOUND')
         expect(await addJobCalls()).toBe(++calls)
-      }
-      await decidedByAddJob({ deduplication: { id: 'k', ttl: 60_000, extend: true } }, 'extended')
-      // A live jobId answers first, whatever the key says.
-      await decidedByAddJob({ jobId: 'dup-slow-custom', deduplication: { id: 'k', ttl: 60_000 } }, 'duplicate-job-id')
-      await decidedByAddJob({ deduplication: { id: 'k', ttl: 60_000 }, dependsOn: [other.id] }, 'duplicate-key')
-      // A dependency that does not exist is refused even though the key is held.
-      await expect(queue.add('again', {}, { deduplication: { id: 'k', ttl: 60_000 }, dependsOn: ['999999999'], tx: client }))
-        .rejects.toSatisfy((err) => err instanceof ValidationError && err.code === 'DEPENDENCY_NOT_FOUND')
-      expect(await addJobCalls()).toBe(++calls)
-      await decidedByAddJob({ deduplication: { id: 'k', ttl: 60_000, replace: true } }, 'replaced')
+        await decidedByAddJob({ deduplication: { id: 'k', ttl: 60_000, replace: true } }, 'replaced')
 
-      // A TTL key past its expiry is not held: the add creates a new job.
-      await client.query(`update "${db.schema}".dedup_keys set expires_at = now() - interval '1 second' where queue = 'dup-slow' and key = 'k'`)
-      const fresh = await queue.add('again', { v: 3 }, { deduplication: { id: 'k', ttl: 60_000 }, tx: client })
-      expect(fresh.outcome).toBe('added')
-      expect(fresh.id).not.toBe(owner.id)
-      expect(await addJobCalls()).toBe(++calls)
+        // A TTL key past its expiry is not held: the add creates a new job.
+        await client.query(`update "${db.schema}".dedup_keys set expires_at = now() - interval '1 second' where queue = 'dup-slow' and key = 'k'`)
+        const fresh = await queue.add('again', { v: 3 }, { deduplication: { id: 'k', ttl: 60_000 }, tx: client })
+        expect(fresh.outcome).toBe('added')
+        expect(fresh.id).not.toBe(owner.id)
+        expect(await addJobCalls()).toBe(++calls)
+      })
     } finally {
-      await client.query('rollback').catch(() => {})
-      client.release()
       await queue.close()
     }
   })
