@@ -1,4 +1,6 @@
-// Query plans of the worker's hot statements, generic (as prepared statements end up): index probes, never a scan of every job or lease.
+// Query plans of the worker's hot statements, generic (a prepared statement may switch to its generic plan after five
+// executions: fail-job does; the claim, completion and heartbeat were seen to stay on custom plans, replanned at each
+// execution): index probes, never a scan of every job or lease.
 
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
