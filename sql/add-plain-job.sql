@@ -1,8 +1,10 @@
--- Adds one plain job (no jobId, key, dependency or delay; DESIGN.md §2.1). While the queue has a due waiting job
--- there is no idle worker to wake or hand the job to (whoever added that job woke them; busy workers claim again on
--- their own): one INSERT, answered by id and created_at (the caller knows the rest). Otherwise add_job() decides,
--- answering as sql/add-job.sql does. The busy test reads the statement's snapshot, from before the INSERT, as
--- add_job() does; the plpgsql call and the job as JSON are what the busy path saves.
+-- Adds one plain job (no jobId, key, dependency or delay; DESIGN.md §2.1): nothing to decide, so add_job() is not
+-- called. While the queue has a due waiting job there is no idle worker to wake or hand the job to (whoever added that
+-- job woke them; busy workers claim again on their own): one bare INSERT. Otherwise _insert_job(), the part of
+-- add_job() that inserts, hands the job to an idle worker (inserted already active for it) or wakes the workers with
+-- NOTIFY. The busy test reads the statement's snapshot, from before the INSERT, as _insert_job() does.
+-- Either way the answer is the few columns the caller does not know (id, state, attempts, lock, created_at), not the
+-- job as JSON: the rest is the caller's own request.
 with busy as materialized (
   select exists (
     select 1 from :PGONCE_SCHEMA.jobs w
@@ -13,14 +15,14 @@ with busy as materialized (
   from busy where busy.yes
   returning id, created_at
 ), decided as (
-  select :PGONCE_SCHEMA.add_job(queue => $1, name => $2, data => $3::jsonb, priority => $4::integer,
-    max_attempts => $5::integer, backoff => $6::jsonb, raise_rejection => false) as a
+  -- A job without jobId never meets the ON CONFLICT of _insert_job(): it always comes back inserted.
+  select :PGONCE_SCHEMA._insert_job($1, $2, $3::jsonb, null, null, null, $4::integer, $5::integer, $6::jsonb, null) as j
   from busy where not busy.yes
 )
-select 'added' as outcome, null::text as error, null::text as job,
-  ins.id::text as id, extract(epoch from ins.created_at)::float8 * 1000 as created_at_ms
+select ins.id::text as id, 'waiting' as state, 0 as attempts, null::text as lock_token, null::float8 as locked_until_ms,
+  extract(epoch from ins.created_at)::float8 * 1000 as created_at_ms
 from ins
 union all
-select (d.a).outcome, (d.a).error, (to_jsonb((d.a).job) || jsonb_build_object('id', ((d.a).job).id::text))::text,
-  null, null
+select ((d.j).id)::text, (d.j).state, (d.j).attempts, ((d.j).lock_token)::text,
+  extract(epoch from (d.j).locked_until)::float8 * 1000, extract(epoch from (d.j).created_at)::float8 * 1000
 from decided d

@@ -10,10 +10,17 @@ export interface SingleRow {
   job: string | null
 }
 
-/** A row of sql/add-plain-job.sql: the job its INSERT added (id and created_at), or add_job()'s answer as in SingleRow. */
-export interface PlainSingleRow extends SingleRow {
-  id: string | null
-  created_at_ms: number | null
+/**
+ * The row of sql/add-plain-job.sql: what the caller's request does not say about the job it added. A job handed to an
+ * idle worker comes back active, with its first attempt counted and its lock; otherwise waiting.
+ */
+export interface PlainSingleRow {
+  id: string
+  state: JobState
+  attempts: number
+  lock_token: string | null
+  locked_until_ms: number | null
+  created_at_ms: number
 }
 
 export type AdmissionRow = JobRow & { outcome: AddOutcome | null; error: string | null; ordinal?: number }
@@ -72,12 +79,15 @@ function insertedRow(req: AddRequest, queue: string, id: string, state: JobState
   }
 }
 
-/** The admission of one plain add: the job its INSERT added, completed from the request, or add_job()'s answer. */
+/** The admission of one plain add: the job it added, completed from the request. */
 export function plainAdmission(row: PlainSingleRow, req: AddRequest, queue: string): AdmissionRow {
-  if (row.id === null) return row.job === null ? ownerless(row.error) : jobRowFromJson(row.job, row.outcome, row.error)
   // Number(): an application may have told pg to parse float8 as text.
   const now = Number(row.created_at_ms)
-  return insertedRow(req, queue, row.id, 'waiting', now, now, JSON.parse(req.dataJson) as unknown, 'added', undefined)
+  const job = insertedRow(req, queue, row.id, row.state, now, now, JSON.parse(req.dataJson) as unknown, 'added', undefined)
+  job.attempts = Number(row.attempts)
+  job.lock_token = row.lock_token
+  job.locked_until = row.locked_until_ms === null ? null : new Date(Number(row.locked_until_ms))
+  return job
 }
 
 /**

@@ -90,7 +90,8 @@ export class Queue<Data = unknown> implements JobOwner {
   /**
    * Adds a job, or answers with the job that already stands for it (DESIGN.md §2):
    * check `job.deduplicated` and `job.outcome`. One round trip. A plain job due now (no jobId, key or
-   * dependency) added while the queue has due work is one bare INSERT (sql/add-plain-job.sql).
+   * dependency) added while the queue has due work is one bare INSERT, and into an idle queue a call of
+   * _insert_job() without add_job() (sql/add-plain-job.sql).
    */
   async add(name: string, data: Data, opts?: AddOptions): Promise<Job<Data>> {
     const { tx, ...jobOpts } = checkOptions<AddOptions>(opts, 'opts', ADD_OPTION_KEYS)

@@ -1,7 +1,8 @@
-// queue.add's two ways around add_job(). A plain job due now (no jobId, key, dependency or delay) into a queue that
-// has due waiting work is one bare INSERT (sql/add-plain-job.sql): the job it returns must be the job stored, add_job()
-// must still decide whenever there is a worker to wake or hand the job to, and no job may be lost or run twice. A
-// plain duplicate (a key without extend/replace, no jobId, no dependency) whose key is held is answered by
+// queue.add's ways around add_job(). A plain job due now (no jobId, key, dependency or delay) has nothing to decide
+// (sql/add-plain-job.sql): into a queue that has due waiting work it is one bare INSERT; into an idle queue it goes
+// straight to _insert_job(), which hands it to an idle worker or wakes the workers. The job it returns must be the job
+// stored, a worker must still be woken or handed the job whenever the queue was idle, and no job may be lost or run
+// twice. A plain duplicate (a key without extend/replace, no jobId, no dependency) whose key is held is answered by
 // sql/add-job.sql itself: the owner it returns must be the job stored, and every other add with a key must still be
 // decided by add_job().
 
@@ -34,11 +35,11 @@ describe('queue.add of a plain job due now (sql/add-plain-job.sql)', () => {
   it('skips add_job() and returns the job as stored, whatever its options', async () => {
     const queue = queueOf('fast-one')
     try {
-      await inTrackedTransaction(db, async ({ client, addJobCalls }) => {
+      await inTrackedTransaction(db, async ({ client, addJobCalls, insertJobCalls }) => {
         const first = await queue.add('first', { i: 0 }, { tx: client })
         expect(first.outcome).toBe('added')
-        // The queue had no due work: add_job() decided (a worker may need waking).
-        expect(await addJobCalls()).toBe(1)
+        // The queue had no due work: _insert_job() inserted it (a worker may need waking), without add_job().
+        expect([await addJobCalls(), await insertJobCalls()]).toEqual([0, 1])
 
         const cases: { name: string; data: unknown; opts?: Record<string, unknown> }[] = [
           { name: 'nested', data: { b: 1, a: { list: [1, 'two', null, { x: true }] } } },
@@ -54,14 +55,15 @@ describe('queue.add of a plain job due now (sql/add-plain-job.sql)', () => {
           const read = await client.query(`select id::text from "${db.schema}".jobs where id = $1`, [job.id])
           expect(read.rows).toHaveLength(1)
         }
-        expect(await addJobCalls()).toBe(1)
+        // Due work was there: bare INSERTs, neither function.
+        expect([await addJobCalls(), await insertJobCalls()]).toEqual([0, 1])
 
         // A jobId, a key, a dependency or a delay still goes through add_job().
         await queue.add('custom', {}, { jobId: 'fast-one-custom', tx: client })
         await queue.add('keyed', {}, { deduplication: { id: 'k' }, tx: client })
         await queue.add('child', {}, { dependsOn: [first.id], tx: client })
         await queue.add('later', {}, { delay: 60_000, tx: client })
-        expect(await addJobCalls()).toBe(5)
+        expect(await addJobCalls()).toBe(4)
         await client.query('commit')
 
         const jobs = await Promise.all(cases.map(async (c) => {
@@ -83,6 +85,34 @@ describe('queue.add of a plain job due now (sql/add-plain-job.sql)', () => {
         expect(job.data).not.toBe(data)
       })
     } finally {
+      await queue.close()
+    }
+  })
+
+  it('into an idle queue with an idle worker: handed over by _insert_job(), returned as stored (active, first attempt)', async () => {
+    const queue = queueOf('fast-handoff')
+    const worker = new Worker('fast-handoff', async () => {}, {
+      connectionString: db.url, schema: db.schema, pollIntervalMs: 60_000, maintenanceIntervalMs: 0, migrate: false })
+    try {
+      await worker.run()
+      await waitFor(async () => (await db.pool.query(
+        `select 1 from "${db.schema}".idle_workers where queue = 'fast-handoff'`)).rows.length > 0, 10_000, 'the worker to sign up')
+      await inTrackedTransaction(db, async ({ client, addJobCalls, insertJobCalls }) => {
+        const job = await queue.add('handed', { n: 1 }, { priority: 2, attempts: 3, backoff: 100, tx: client })
+        expect([await addJobCalls(), await insertJobCalls()]).toEqual([0, 1])
+        const { rows: [row] } = await client.query(`select * from "${db.schema}".jobs where id = $1`, [job.id])
+        expect(row).toMatchObject({ state: 'active', attempts: 1, locked_by: worker.id, priority: 2, max_attempts: 3 })
+        expect(row.lock_token).not.toBeNull()
+        expect(row.locked_until.getTime()).toBeGreaterThan(row.created_at.getTime())
+        expect([job.state, job.attempts, job.priority, job.maxAttempts, job.backoff, job.data, job.outcome])
+          .toEqual(['active', 1, 2, 3, row.backoff, row.data, 'added'])
+        expect([job.createdAt.getTime(), job.runAt.getTime()]).toEqual([row.created_at.getTime(), row.run_at.getTime()])
+        // Rolled back below: the hand-off and its NOTIFY never happened, and the worker's sign-up is back.
+      })
+      const { rows } = await db.pool.query(`select count(*)::int as n from "${db.schema}".jobs where queue = 'fast-handoff'`)
+      expect(rows[0].n).toBe(0)
+    } finally {
+      await worker.close()
       await queue.close()
     }
   })

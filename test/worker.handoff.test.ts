@@ -1,4 +1,4 @@
-// Workers and the hand-off: an idle worker gets the next job from add_job() itself, without a claim; a dead or closing one never keeps a job.
+// Workers and the hand-off: an idle worker gets the next job from the add itself (_insert_job()), without a claim; a dead or closing one never keeps a job.
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { Queue, Worker, runMaintenance } from '../src/index.js'
