@@ -288,7 +288,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
   }
 
   /**
-   * add_job() handed this worker a job (already active under a lock token of ours): run it without
+   * An add handed this worker a job (already active under a lock token of ours): run it without
    * a claim. A payload too large for NOTIFY carries id and token only: the worker then reads every
    * job handed to it that it does not hold, as after a reconnect.
    */
@@ -332,7 +332,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
     if (this.held.has(row.lock_token)) return
     const h = this.hold(row)
     this.settle.busy()
-    this.logger.debug({ jobId: row.id }, 'pgonce: job handed over by add_job()')
+    this.logger.debug({ jobId: row.id }, 'pgonce: job handed over by an add')
     // Awake again: after this job the worker claims, and signs up anew if nothing is due.
     this.sleeping = false
     this.pump()
