@@ -15,7 +15,7 @@ export interface SingleRow {
  * idle worker comes back active, with its first attempt counted and its lock; otherwise waiting.
  */
 export interface PlainSingleRow {
-  id: string
+  id: string | null
   state: JobState
   attempts: number
   lock_token: string | null
@@ -81,6 +81,8 @@ function insertedRow(req: AddRequest, queue: string, id: string, state: JobState
 
 /** The admission of one plain add: the job it added, completed from the request. */
 export function plainAdmission(row: PlainSingleRow, req: AddRequest, queue: string): AdmissionRow {
+  // A job without jobId always comes back inserted; anything else is a broken schema, not an answer to build a job from.
+  if (row.id === null) throw new Error('pgonce: sql/add-plain-job.sql answered without a job id')
   // Number(): an application may have told pg to parse float8 as text.
   const now = Number(row.created_at_ms)
   const job = insertedRow(req, queue, row.id, row.state, now, now, JSON.parse(req.dataJson) as unknown, 'added', undefined)
