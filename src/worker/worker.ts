@@ -242,14 +242,21 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
   /**
    * Claims when the free slots plus the prefetch (see Pace) exceed what is buffered,
    * at most `batchSize` per statement and `concurrency + batchSize` held in all.
+   * While jobs are still buffered, it waits until it wants at least half the prefetch:
+   * one claim is in flight at a time, and a claim for a few jobs sent just after a large
+   * one returned would hold that turn (its round trip, its planning, its walk past the
+   * rows the previous claim took) while the large batch is worked off, and delay the
+   * next large claim until the buffer has run dry.
    */
   private maybeClaim(): void {
     if (this.state !== 'running' || this.claiming !== null || this.sleeping) return
     const { batchSize, concurrency } = this.opts
     const buffered = this.buffer.length
     const free = Math.max(0, concurrency - this.running)
-    const want = Math.min(batchSize, free + this.pace.prefetch(batchSize) - buffered, concurrency + batchSize - this.running - buffered)
+    const prefetch = this.pace.prefetch(batchSize)
+    const want = Math.min(batchSize, free + prefetch - buffered, concurrency + batchSize - this.running - buffered)
     if (want <= 0) return
+    if (buffered > 0 && want < Math.min(batchSize, Math.ceil(prefetch / 2))) return
     this.wokenDuringClaim = false
     const busy = this.running > 0 || buffered > 0
     const sent = performance.now()

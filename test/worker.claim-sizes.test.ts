@@ -1,0 +1,68 @@
+// How a busy worker sizes its claims. One claim is in flight at a time: with fast jobs and a deep backlog, a claim for a
+// handful of jobs sent right after a large one returned would hold that turn while the large batch is worked off, and
+// the next large claim would only go out once the buffer had run dry. The worker waits instead until it wants at least
+// half its prefetch, so its claims stay large while the backlog lasts.
+
+import pg from 'pg'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { Worker } from '../src/index.js'
+import { type TestSchema, freshSchema } from './support/schema.js'
+import { waitFor } from './fixtures/worker-helpers.js'
+
+let db: TestSchema
+
+beforeAll(async () => {
+  db = await freshSchema('worker_claim_sizes')
+})
+afterAll(async () => {
+  await db.drop()
+})
+
+/** A pool that records how many jobs each claim statement asked for (its second parameter). */
+function claimRecordingPool(): { pool: pg.Pool; wants: number[] } {
+  const pool = new pg.Pool({ connectionString: db.url, max: 8 })
+  const wants: number[] = []
+  const query = pool.query.bind(pool) as (...args: unknown[]) => unknown
+  ;(pool as unknown as { query: (...args: unknown[]) => unknown }).query = (...args: unknown[]) => {
+    const config = args[0] as { text?: string; values?: unknown[] }
+    if (typeof config === 'object' && config.text?.startsWith('-- Claims up to')) wants.push(Number(config.values?.[1]))
+    return query(...args)
+  }
+  return { pool, wants }
+}
+
+describe('claim sizes of a busy worker', () => {
+  it('fast jobs from a deep backlog: no small top-up claims between the large ones, every job run once', async () => {
+    const total = 6_000
+    await db.pool.query(
+      `insert into "${db.schema}".jobs (queue, name, data) select 'sizes', 'n', jsonb_build_object('i', g) from generate_series(1, $1) g`,
+      [total])
+    const { pool, wants } = claimRecordingPool()
+    const runs = new Map<string, number>()
+    const worker = new Worker('sizes', async (job) => {
+      runs.set(job.id, (runs.get(job.id) ?? 0) + 1)
+    }, { pool, schema: db.schema, concurrency: 16, batchSize: 200, pollIntervalMs: 60_000, maintenanceIntervalMs: 0, migrate: false })
+    try {
+      await worker.run()
+      await waitFor(async () => {
+        const { rows } = await db.pool.query(
+          `select count(*)::int as n from "${db.schema}".jobs where queue = 'sizes' and state = 'completed'`)
+        return rows[0].n === total
+      }, 30_000, 'every job to complete')
+      await worker.close()
+      expect(runs.size).toBe(total)
+      expect([...runs.values()].every((n) => n === 1)).toBe(true)
+
+      // The pace starts one job ahead and grows over the first claims; the last ones meet the end of the backlog.
+      const steady = wants.slice(5, -3)
+      expect(steady.length).toBeGreaterThan(10)
+      // Before: every large claim was followed by one for `concurrency` jobs (the slots freed while it was in flight),
+      // half of all claims.
+      const small = steady.filter((want) => want <= 16)
+      expect(small.length, `claim sizes: ${wants.join(' ')}`).toBeLessThanOrEqual(Math.floor(steady.length / 10))
+    } finally {
+      await worker.close()
+      await pool.end()
+    }
+  }, 60_000)
+})
