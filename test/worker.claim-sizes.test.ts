@@ -3,10 +3,10 @@
 // the next large claim would only go out once the buffer had run dry. The worker waits instead until it wants at least
 // half its prefetch, so its claims stay large while the backlog lasts.
 
-import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { Worker } from '../src/index.js'
 import { type TestSchema, freshSchema } from './support/schema.js'
+import { recordingPool } from './fixtures/recording-pool.js'
 import { waitFor } from './fixtures/worker-helpers.js'
 
 let db: TestSchema
@@ -18,26 +18,17 @@ afterAll(async () => {
   await db.drop()
 })
 
-/** A pool that records how many jobs each claim statement asked for (its second parameter). */
-function claimRecordingPool(): { pool: pg.Pool; wants: number[] } {
-  const pool = new pg.Pool({ connectionString: db.url, max: 8 })
-  const wants: number[] = []
-  const query = pool.query.bind(pool) as (...args: unknown[]) => unknown
-  ;(pool as unknown as { query: (...args: unknown[]) => unknown }).query = (...args: unknown[]) => {
-    const config = args[0] as { text?: string; values?: unknown[] }
-    if (typeof config === 'object' && config.text?.startsWith('-- Claims up to')) wants.push(Number(config.values?.[1]))
-    return query(...args)
-  }
-  return { pool, wants }
-}
-
 describe('claim sizes of a busy worker', () => {
   it('fast jobs from a deep backlog: no small top-up claims between the large ones, every job run once', async () => {
     const total = 6_000
     await db.pool.query(
       `insert into "${db.schema}".jobs (queue, name, data) select 'sizes', 'n', jsonb_build_object('i', g) from generate_series(1, $1) g`,
       [total])
-    const { pool, wants } = claimRecordingPool()
+    // How many jobs each claim statement asked for (its second parameter).
+    const wants: number[] = []
+    const pool = recordingPool(db, 8, (text, values) => {
+      if (text.startsWith('-- Claims up to')) wants.push(Number(values?.[1]))
+    })
     const runs = new Map<string, number>()
     const worker = new Worker('sizes', async (job) => {
       runs.set(job.id, (runs.get(job.id) ?? 0) + 1)
