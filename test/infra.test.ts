@@ -3,7 +3,7 @@ import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { describe, expect, inject, it } from 'vitest';
-import { createDatabase } from './support/postgres-server.js';
+import { createDatabase } from '../dev/postgres-server.js';
 
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -51,7 +51,7 @@ describe('test infrastructure', () => {
     async () => {
       const script = `
         import pg from 'pg';
-        import { startPostgres } from './test/support/postgres-server.ts';
+        import { startPostgres } from './dev/postgres-server.ts';
         const t0 = Date.now();
         const server = await startPostgres((m) => process.stderr.write(m + '\\n'));
         const startMs = Date.now() - t0;

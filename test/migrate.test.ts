@@ -5,7 +5,7 @@ import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { Queue, migrate } from '../src/index.js'
 import { committedMigrations } from '../src/migrate/migrations.js'
-import { createDatabase } from './support/postgres-server.js'
+import { createDatabase } from '../dev/postgres-server.js'
 import { type TestSchema, freshSchema } from './support/schema.js'
 
 let db: TestSchema

@@ -2,7 +2,7 @@
 
 import type pg from 'pg'
 import type { Logger } from '../logger.js'
-import { migrate } from '../migrate/runner.js'
+import { migrate } from './runner.js'
 
 export class SchemaReady {
   private pending: Promise<void> | undefined
