@@ -1,5 +1,7 @@
 // Workload sizes (issue 6 defaults, scaled by BENCH_SCALE) and run settings, read from the environment.
 
+import { MODES, type Mode } from './workloads/context.js'
+
 export interface Sizes {
   /** W1: sequential awaited adds. */
   w1Adds: number
@@ -14,6 +16,8 @@ export interface Sizes {
   w5Keys: number
   /** W6: enqueue-to-handler-start samples (after `warmup` discarded ones). */
   w6Samples: number
+  /** W6: idle pause before every sample (and before every sample of the bare INSERT + pg_notify reference). */
+  w6PauseMs: number
   /** W7: duplicate-add samples (after `warmup` discarded ones). */
   w7Samples: number
   /** W8: jobs queued before processing starts; 0 skips W8. */
@@ -34,6 +38,16 @@ export interface RunSettings {
   workloads: string[] | null
   /** Seconds per pgbench measurement; 0 skips them. */
   pgbenchSeconds: number
+  /** BENCH_MODES: which maintenance modes to run (`as-is`, `analysed`); both by default. */
+  modes: Mode[]
+  /** BENCH_CONFIGS=first: only each system's first configuration (quick runs); all candidates by default. */
+  firstConfigOnly: boolean
+  /** BENCH_BASELINE: a git ref whose pgonce runs beside the working tree's, or null. */
+  baseline: string | null
+  /** BENCH_LIMITS=0 skips the physical-limit probes from Node. */
+  limits: boolean
+  /** BENCH_MATERIAL: the relative difference between the two modes above which both rows are printed (default 0.15). */
+  material: number
   redisUrl: string
   /** BENCH_NOTE: a line about the conditions of this run (e.g. a shared machine), printed under the table. */
   note: string | null
@@ -59,25 +73,37 @@ export function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): RunSettin
     w1Adds: scaled(5000, scale),
     w2Adds: scaled(10_000, scale),
     w3Jobs: scaled(50_000, scale, 1000),
-    w4Jobs: numberFrom(env, 'BENCH_W4_JOBS', scaled(20_000, scale, 1000)),
+    w4Jobs: numberFrom(env, 'BENCH_W4_JOBS', scaled(100_000, scale, 1000)),
     w5Adds: w5Keys * 10,
     w5Keys,
     w6Samples: scaled(500, scale, 50),
+    w6PauseMs: numberFrom(env, 'BENCH_W6_PAUSE_MS', 10),
     w7Samples: scaled(2000, scale, 100),
     w8Queued,
-    w8Window: Math.min(w8Queued, numberFrom(env, 'BENCH_W8_WINDOW', scaled(20_000, scale, 1000))),
+    w8Window: Math.min(w8Queued, numberFrom(env, 'BENCH_W8_WINDOW', scaled(100_000, scale, 1000))),
     producers: 16,
     bulkBatch: 1000,
     warmup: numberFrom(env, 'BENCH_WARMUP', 200),
   }
   const list = (raw: string | undefined): string[] | null =>
     raw?.trim() ? raw.split(',').map((s) => s.trim()).filter(Boolean) : null
+  const modes = (list(env.BENCH_MODES?.toLowerCase()) ?? [...MODES]).map((m) => {
+    if (!(MODES as readonly string[]).includes(m)) throw new Error(`BENCH_MODES: unknown mode ${m} (known: ${MODES.join(', ')})`)
+    return m as Mode
+  })
+  const configs = env.BENCH_CONFIGS?.trim() || 'all'
+  if (configs !== 'all' && configs !== 'first') throw new Error(`BENCH_CONFIGS must be all or first, got ${JSON.stringify(configs)}`)
   return {
     sizes,
     scale,
     systems: list(env.BENCH_SYSTEMS),
     workloads: list(env.BENCH_WORKLOADS?.toUpperCase()),
     pgbenchSeconds: numberFrom(env, 'BENCH_PGBENCH_SECONDS', 10),
+    modes: MODES.filter((m) => modes.includes(m)),
+    firstConfigOnly: configs === 'first',
+    baseline: env.BENCH_BASELINE?.trim() || null,
+    limits: env.BENCH_LIMITS?.trim() !== '0',
+    material: numberFrom(env, 'BENCH_MATERIAL', 0.15),
     redisUrl: env.BENCH_REDIS_URL ?? env.REDIS_URL ?? 'redis://127.0.0.1:6379',
     note: env.BENCH_NOTE?.trim() || null,
   }

@@ -8,6 +8,8 @@ import { walBytesSince, walPosition } from './wal.js'
 
 export interface DrainTask {
   system: string
+  /** The configuration key the system is opened in. */
+  config: string
   url: string
   queue: string
   /** Handler starts to wait for. */
@@ -30,7 +32,7 @@ export interface DrainReport {
 async function drain(task: DrainTask): Promise<DrainReport> {
   const info = systemById(task.system)
   const roundTrips = countRoundTrips()
-  const system = await info.open(task.url)
+  const system = await info.open(task.url, task.config)
   await system.prepare(task.queue)
   const admin = info.backend === 'postgres' ? new pg.Client({ connectionString: task.url }) : null
   await admin?.connect()

@@ -1,11 +1,12 @@
-// Renders a run as markdown: the side-by-side table, the targets of issue 6, per-op costs and each system's configuration.
+// Renders a run as markdown: each system at its best configuration per workload (footnote letter per cell), one row
+// per maintenance mode where the modes differ materially, the physical limits measured from Node, ratios and targets.
 
 import type { Sizes } from './config.js'
-import type { ServerLimits } from './pgbench.js'
-import type { BenchRun, SystemRun } from './run-result.js'
-import type { WorkloadId, WorkloadResult } from './workloads/context.js'
+import { LIMIT_LABEL, LIMIT_OF, type LimitResult } from './limits.js'
+import type { BenchRun, PassRun, SystemRun } from './run-result.js'
+import type { Mode, WorkloadId, WorkloadResult } from './workloads/context.js'
 
-type Kind = 'rate' | 'latency' | 'rss'
+type Kind = 'rate' | 'latency'
 interface Row {
   id: WorkloadId
   kind: Kind
@@ -23,99 +24,204 @@ const ROWS: Row[] = [
   { id: 'W2', kind: 'rate', title: (s) => `W2 ${int(s.w2Adds)} adds, ${s.producers} producers (adds/s)` },
   { id: 'W3', kind: 'rate', title: (s) => `W3 ${int(s.w3Jobs)} jobs in bulk batches of ${int(s.bulkBatch)} (jobs/s)` },
   { id: 'W4', kind: 'rate', title: (s) => `W4 ${int(s.w4Jobs)} queued no-op jobs, concurrency 16 (jobs/s)` },
-  { id: 'W4', kind: 'rss', title: () => 'W4 worker process peak RSS, MB (RSS when it started consuming)' },
   { id: 'W5', kind: 'rate', title: (s) => `W5 ${int(s.w5Adds)} dedup adds over ${int(s.w5Keys)} keys, ${s.producers} producers (adds/s, jobs created)` },
-  { id: 'W6', kind: 'latency', title: () => 'W6 add → handler start, idle worker (p50 / p99 ms)' },
+  { id: 'W6', kind: 'latency', title: (s) => `W6 add → handler start, after ${s.w6PauseMs} ms idle (p50 / p99 ms)` },
   { id: 'W7', kind: 'latency', title: () => 'W7 duplicate add, key held (p50 / p99 ms)' },
-  { id: 'W8', kind: 'rate', title: (s) => `W8 processing with ${int(s.w8Queued)} queued (jobs/s)` },
+  { id: 'W8', kind: 'rate', title: (s) => `W8 processing with ${int(s.w8Queued)} queued (jobs/s over the first ${int(s.w8Window)})` },
 ]
 
-const RATE_TARGET = 1.5
-const LATENCY_TARGET = 2 / 3
+export const MODE_LABEL: Record<Mode, string> = { 'as-is': 'as is', analysed: 'after VACUUM ANALYZE + CHECKPOINT' }
 
-function result(system: SystemRun | undefined, id: WorkloadId): WorkloadResult | undefined {
-  return system?.workloads[id]
+/** The figure a workload is ranked by: throughput (higher is better) or p50 latency (lower is better). */
+function figure(kind: Kind, r: WorkloadResult | LimitResult | undefined): number | undefined {
+  const v = kind === 'rate' ? r?.perSecond : r?.p50Ms
+  return v !== undefined && Number.isFinite(v) ? v : undefined
 }
 
-function cell(system: SystemRun, row: Row): string {
-  const r = result(system, row.id)
-  if (!r) return system.errors[row.id] || system.errors.open ? 'error' : '—'
+const better = (kind: Kind, a: number, b: number): boolean => (kind === 'rate' ? a > b : a < b)
+
+export interface Best {
+  letter: string
+  result: WorkloadResult
+}
+
+/** `system`'s best configuration for workload `row` in `mode`: correct outcomes first, then the figure. */
+export function bestOf(system: SystemRun, id: WorkloadId, mode: Mode): Best | undefined {
+  const kind = ROWS.find((r) => r.id === id)?.kind ?? 'rate'
+  let best: Best | undefined
+  for (const pass of system.passes.filter((p: PassRun) => p.mode === mode)) {
+    const result = pass.workloads[id]
+    const v = figure(kind, result)
+    if (!result || v === undefined) continue
+    const letter = system.configs.find((c) => c.key === pass.config)?.letter ?? '?'
+    const current = best ? figure(kind, best.result) : undefined
+    if (!best || current === undefined || (result.correct && !best.result.correct) ||
+      (result.correct === best.result.correct && better(kind, v, current))) best = { letter, result }
+  }
+  return best
+}
+
+/** Fills `system.best` (kept in the JSON) from its passes. */
+export function recordBest(system: SystemRun, modes: readonly Mode[]): void {
+  for (const mode of modes) {
+    const byWorkload: Partial<Record<WorkloadId, string>> = {}
+    for (const row of ROWS) {
+      const best = bestOf(system, row.id, mode)
+      if (best) byWorkload[row.id] = best.letter
+    }
+    system.best[mode] = byWorkload
+  }
+}
+
+const own = (run: BenchRun): SystemRun | undefined => run.systems.find((s) => s.id === 'pgonce')
+const ownBaseline = (run: BenchRun): SystemRun | undefined => run.systems.find((s) => s.id === 'pgonce-baseline')
+const isPeer = (s: SystemRun): boolean => s.backend === 'postgres' && s.id !== 'pgonce' && s.id !== 'pgonce-baseline'
+
+function limitOf(run: BenchRun, id: WorkloadId, mode: Mode): LimitResult | undefined {
+  const limit = LIMIT_OF[id]
+  return limit ? run.limits.find((p) => p.mode === mode)?.results[limit] : undefined
+}
+
+/** The best Postgres peer at its best (pgonce, its baseline and the Redis reference excluded). */
+function bestPeer(run: BenchRun, row: Row, mode: Mode): (Best & { label: string; value: number; p99?: number }) | undefined {
+  let found: (Best & { label: string; value: number }) | undefined
+  for (const s of run.systems.filter(isPeer)) {
+    const b = bestOf(s, row.id, mode)
+    const v = figure(row.kind, b?.result)
+    if (b && v !== undefined && (!found || better(row.kind, v, found.value))) found = { ...b, label: s.label, value: v }
+  }
+  return found
+}
+
+function cell(system: SystemRun, row: Row, mode: Mode): string {
+  if (system.backend === 'redis' && mode === 'analysed') return 'n/a (no tables)'
+  const best = bestOf(system, row.id, mode)
+  if (!best) {
+    const failed = system.passes.some((p) => p.mode === mode && (p.errors[row.id] || p.errors.open))
+    return failed ? 'error' : '—'
+  }
+  const r = best.result
   const wrong = r.correct ? '' : ` ✗ ${r.note ?? 'wrong outcome'}`
-  if (row.kind === 'rss') return r.peakRssMb === undefined ? '—' : `${int(r.peakRssMb)} (at start ${int(r.startRssMb ?? Number.NaN)})`
-  if (row.kind === 'latency') return `${millis(r.p50Ms ?? Number.NaN)} / ${millis(r.p99Ms ?? Number.NaN)}${wrong}`
+  const tag = ` [${best.letter}]`
+  if (row.kind === 'latency') return `${millis(r.p50Ms ?? Number.NaN)} / ${millis(r.p99Ms ?? Number.NaN)}${tag}${wrong}`
   const created = r.created !== undefined ? ` (${int(r.created)})` : ''
-  return `${int(r.perSecond ?? Number.NaN)}${created}${wrong}`
+  return `${int(r.perSecond ?? Number.NaN)}${created}${tag}${wrong}`
 }
 
-/** The best Postgres peer's figure (pgonce and the Redis reference excluded). */
-function bestPeer(run: BenchRun, id: WorkloadId, pick: (r: WorkloadResult) => number | undefined, lowerIsBetter: boolean): number | undefined {
-  const values = run.systems
-    .filter((s) => s.backend === 'postgres' && s.id !== 'pgonce')
-    .map((s) => result(s, id))
-    .map((r) => (r ? pick(r) : undefined))
-    .filter((v): v is number => v !== undefined && Number.isFinite(v))
-  if (values.length === 0) return undefined
-  return lowerIsBetter ? Math.min(...values) : Math.max(...values)
+function limitCell(run: BenchRun, row: Row, mode: Mode): string {
+  const id = LIMIT_OF[row.id]
+  if (!id) return '—'
+  const l = limitOf(run, row.id, mode)
+  if (!l) return run.limits.length ? 'error' : '—'
+  return row.kind === 'latency' ? `${millis(l.p50Ms ?? Number.NaN)} / ${millis(l.p99Ms ?? Number.NaN)}` : int(l.perSecond ?? Number.NaN)
 }
 
-function ratioCell(run: BenchRun, row: Row): string {
-  const own = result(run.systems.find((s) => s.id === 'pgonce'), row.id)
-  if (!own) return '—'
-  if (row.kind === 'latency') {
-    const p50 = bestPeer(run, row.id, (r) => r.p50Ms, true)
-    const p99 = bestPeer(run, row.id, (r) => r.p99Ms, true)
-    if (p50 === undefined || p99 === undefined || own.p50Ms === undefined || own.p99Ms === undefined) return '—'
-    const a = own.p50Ms / p50
-    const b = own.p99Ms / p99
-    return `${times(a)} / ${times(b)} ${mark(a <= LATENCY_TARGET && b <= LATENCY_TARGET)}`
+interface Ratios {
+  /** pgonce ÷ best peer (rate) or pgonce p50 ÷ best peer p50 (latency). */
+  peer?: number
+  peerLetter?: string
+  peerLabel?: string
+  /** pgonce ÷ limit (rate) or pgonce p50 ÷ limit p50 (latency). */
+  limit?: number
+  baseline?: number
+}
+
+function ratios(run: BenchRun, row: Row, mode: Mode): Ratios {
+  const mine = figure(row.kind, own(run) ? bestOf(own(run) as SystemRun, row.id, mode)?.result : undefined)
+  if (mine === undefined) return {}
+  const out: Ratios = {}
+  const peer = bestPeer(run, row, mode)
+  if (peer) Object.assign(out, { peer: mine / peer.value, peerLetter: peer.letter, peerLabel: peer.label })
+  const limit = figure(row.kind, limitOf(run, row.id, mode))
+  if (limit !== undefined) out.limit = mine / limit
+  const base = ownBaseline(run)
+  const theirs = base ? figure(row.kind, bestOf(base, row.id, mode)?.result) : undefined
+  if (theirs !== undefined) out.baseline = mine / theirs
+  return out
+}
+
+/** One condition of a target: its measured value (undefined when a side of it was not run) and the goal. */
+interface Part {
+  what: 'peer' | 'limit' | 'outcome'
+  ok: boolean | undefined
+}
+
+interface Target {
+  id: WorkloadId
+  text: string
+  parts: (r: Ratios, run: BenchRun, mode: Mode) => Part[]
+}
+
+const atLeast = (v: number | undefined, goal: number): boolean | undefined => (v === undefined ? undefined : v >= goal)
+const atMost = (v: number | undefined, goal: number): boolean | undefined => (v === undefined ? undefined : v <= goal)
+const peerAtLeast = (r: Ratios, goal: number): Part => ({ what: 'peer', ok: atLeast(r.peer, goal) })
+const limitAtLeast = (r: Ratios, goal: number): Part => ({ what: 'limit', ok: atLeast(r.limit, goal) })
+
+const TARGETS: Target[] = [
+  { id: 'W1', text: 'W1 ≥ 90% of the bare 1-row INSERT from Node', parts: (r) => [limitAtLeast(r, 0.9)] },
+  { id: 'W2', text: 'W2 ≥ 50% of the 16-connection bare INSERT', parts: (r) => [limitAtLeast(r, 0.5)] },
+  { id: 'W3', text: 'W3 ≥ 70% of the bare 1,000-row INSERT', parts: (r) => [limitAtLeast(r, 0.7)] },
+  { id: 'W4', text: 'W4 ≥ 1.5× the best peer and ≥ 60% of the claim-and-delete loop', parts: (r) => [peerAtLeast(r, 1.5), limitAtLeast(r, 0.6)] },
+  {
+    id: 'W5',
+    text: 'W5 ≥ 1.5× the best peer and ≥ 50% of the 16-connection bare INSERT, one job per key',
+    parts: (r, run, mode) => {
+      const w5 = own(run) ? bestOf(own(run) as SystemRun, 'W5', mode)?.result : undefined
+      return [peerAtLeast(r, 1.5), limitAtLeast(r, 0.5), { what: 'outcome', ok: w5?.correct }]
+    },
+  },
+  {
+    id: 'W6',
+    text: 'W6 p50 ≤ 0.8× the best peer at its best and ≤ 1.3× the bare INSERT + pg_notify',
+    parts: (r) => [{ what: 'peer', ok: atMost(r.peer, 0.8) }, { what: 'limit', ok: atMost(r.limit, 1.3) }],
+  },
+  { id: 'W8', text: 'W8 ≥ 1.5× the best peer and ≥ 60% of the claim-and-delete loop', parts: (r) => [peerAtLeast(r, 1.5), limitAtLeast(r, 0.6)] },
+]
+
+/** ✓ when every measured part passes, ✗ when one fails, undefined when nothing was measured. */
+function verdict(parts: Part[]): boolean | undefined {
+  const measured = parts.filter((p) => p.ok !== undefined)
+  return measured.length ? measured.every((p) => p.ok) : undefined
+}
+
+function targetOf(run: BenchRun, row: Row, mode: Mode): boolean | undefined {
+  const target = TARGETS.find((t) => t.id === row.id)
+  return target ? verdict(target.parts(ratios(run, row, mode), run, mode)) : undefined
+}
+
+/** Whether `row` is worth a row per mode: some figure moved by more than `run.material`, or a target flipped. */
+function material(run: BenchRun, row: Row): boolean {
+  if (run.modes.length < 2) return false
+  const [a, b] = run.modes as [Mode, Mode]
+  const moved = (x: number | undefined, y: number | undefined): boolean =>
+    x !== undefined && y !== undefined && Math.abs(x - y) / Math.min(x, y) > run.material
+  for (const s of run.systems) {
+    if (moved(figure(row.kind, bestOf(s, row.id, a)?.result), figure(row.kind, bestOf(s, row.id, b)?.result))) return true
   }
-  if (row.kind === 'rss') {
-    const best = bestPeer(run, row.id, (r) => r.peakRssMb, true)
-    return best === undefined || own.peakRssMb === undefined ? '—' : times(own.peakRssMb / best)
-  }
-  const best = bestPeer(run, row.id, (r) => r.perSecond, false)
-  if (best === undefined || own.perSecond === undefined) return '—'
-  const ratio = own.perSecond / best
-  return `${times(ratio)} ${mark(ratio >= RATE_TARGET && own.correct)}`
+  if (moved(figure(row.kind, limitOf(run, row.id, a)), figure(row.kind, limitOf(run, row.id, b)))) return true
+  return targetOf(run, row, a) !== targetOf(run, row, b)
 }
 
-function limitCell(run: BenchRun, row: Row): string {
-  if (!('singleInsert16' in run.limits) || row.kind !== 'rate') return ''
-  const l: ServerLimits = run.limits
-  const own = result(run.systems.find((s) => s.id === 'pgonce'), row.id)?.perSecond
-  const of = (limit: number): string => (own === undefined ? '' : ` · pgonce ${share(own / limit)}`)
+function ratioText(r: Ratios, row: Row): { peer: string; limit: string; baseline: string } {
+  const peer = r.peer === undefined ? '—' : `${times(r.peer)}${r.peerLetter ? ` (peer [${r.peerLetter}])` : ''}`
+  const limit = r.limit === undefined ? '—' : row.kind === 'latency' ? times(r.limit) : share(r.limit)
+  return { peer, limit, baseline: r.baseline === undefined ? '—' : times(r.baseline) }
+}
+
+function pgbenchCell(run: BenchRun, row: Row): string {
+  if ('skipped' in run.pgbench) return ''
+  const l = run.pgbench
   switch (row.id) {
     case 'W1':
-      return `1-row INSERT, 1 client: ${int(l.singleInsert1)}/s${of(l.singleInsert1)}`
+      return `1-row INSERT, 1 client: ${int(l.singleInsert1)}/s`
     case 'W2':
-      return `1-row INSERT, 16 clients: ${int(l.singleInsert16)}/s${of(l.singleInsert16)} (with pg_notify: ${int(l.singleInsertNotify16)}/s)`
+    case 'W5':
+      return `1-row INSERT, 16 clients: ${int(l.singleInsert16)}/s (with pg_notify: ${int(l.singleInsertNotify16)}/s)`
     case 'W3':
-      return `1,000-row INSERT, 1 client: ${int(l.multiInsertRows1)} rows/s${of(l.multiInsertRows1)}`
+      return `1,000-row INSERT, 1 client: ${int(l.multiInsertRows1)} rows/s`
     default:
-      return own === undefined ? '' : `pgonce ${share(own / l.singleInsert16)} of 1-row INSERT/s, 16 clients`
+      return ''
   }
-}
-
-function targetLines(run: BenchRun): string[] {
-  const own = (id: WorkloadId) => result(run.systems.find((s) => s.id === 'pgonce'), id)
-  const lines: string[] = []
-  for (const row of ROWS.filter((r) => r.kind !== 'rss')) {
-    const ratio = ratioCell(run, row)
-    if (ratio === '—') continue
-    const goal = row.kind === 'rate' ? `≥ ${RATE_TARGET}× the best Postgres peer` : '≤ 2/3 of the best Postgres peer (p50 / p99)'
-    lines.push(`- ${row.id} ${goal}: ${ratio}`)
-  }
-  const w5 = own('W5')
-  if (w5?.created !== undefined) lines.push(`- W5 creates exactly ${int(w5.expected ?? 0)} jobs: ${int(w5.created)} ${mark(w5.created === w5.expected)}`)
-  if ('singleInsert16' in run.limits) {
-    const w3 = own('W3')?.perSecond
-    const w4 = own('W4')?.perSecond
-    if (w3 !== undefined) lines.push(`- W3 ≥ 50% of the 1,000-row INSERT rate: ${share(w3 / run.limits.multiInsertRows1)} ${mark(w3 >= 0.5 * run.limits.multiInsertRows1)}`)
-    if (w4 !== undefined) lines.push(`- W4 ≥ 25% of the 16-client 1-row INSERT TPS: ${share(w4 / run.limits.singleInsert16)} ${mark(w4 >= 0.25 * run.limits.singleInsert16)}`)
-  }
-  const w7 = own('W7')?.p50Ms
-  if (w7 !== undefined) lines.push(`- W7 duplicate add p50 < 1 ms: ${millis(w7)} ms ${mark(w7 < 1)}`)
-  return lines
 }
 
 function costCell(r: WorkloadResult | undefined): string {
@@ -128,29 +234,103 @@ function costCell(r: WorkloadResult | undefined): string {
 
 const tableLine = (cells: string[]): string => `| ${cells.join(' | ')} |`
 
+function targetLines(run: BenchRun): string[] {
+  const lines: string[] = []
+  for (const t of TARGETS) {
+    const row = ROWS.find((r) => r.id === t.id) as Row
+    const perMode = run.modes.map((mode) => {
+      const r = ratios(run, row, mode)
+      const parts = t.parts(r, run, mode)
+      const ok = verdict(parts)
+      if (ok === undefined) return null
+      const { peer, limit } = ratioText(r, row)
+      const shown = parts.map((p) => {
+        if (p.what === 'peer') return p.ok === undefined ? 'no peer run' : `${peer} of the best peer`
+        if (p.what === 'limit') return p.ok === undefined ? 'no limit measured' : `${limit} of the limit`
+        return p.ok === undefined ? '' : p.ok ? 'one job per key' : 'wrong job count'
+      }).filter(Boolean)
+      return `${MODE_LABEL[mode]}: ${shown.join(', ')} ${mark(ok)}`
+    }).filter((p): p is string => p !== null)
+    if (perMode.length) lines.push(`- ${t.text}: ${perMode.join('; ')}`)
+  }
+  return lines
+}
+
 export function renderMarkdown(run: BenchRun): string {
   const systems = run.systems
+  const base = ownBaseline(run)
   const out: string[] = []
-  out.push(tableLine(['workload', ...systems.map((s) => s.label), 'pgonce ÷ best Postgres peer', 'server limit (pgbench)']))
-  out.push(tableLine(Array(systems.length + 3).fill('---')))
+  const header = ['workload', ...systems.map((s) => s.label), 'physical limit (Node, pgonce.jobs)', 'pgonce ÷ best Postgres peer',
+    'pgonce ÷ limit', ...(base ? [`pgonce ÷ ${base.label}`] : []), 'pgbench, scratch table (reference)']
+  out.push(tableLine(header), tableLine(header.map(() => '---')))
+  const collapsed: WorkloadId[] = []
   for (const row of ROWS) {
-    out.push(tableLine([row.title(run.sizes), ...systems.map((s) => cell(s, row)), ratioCell(run, row), limitCell(run, row)]))
+    if (!systems.some((s) => s.passes.some((p) => p.workloads[row.id] || p.errors[row.id]))) continue
+    const split = material(run, row)
+    if (!split && run.modes.length > 1) collapsed.push(row.id)
+    const modes = split ? run.modes : run.modes.slice(0, 1)
+    for (const mode of modes) {
+      const r = ratioText(ratios(run, row, mode), row)
+      const title = split ? `${row.title(run.sizes)} — ${MODE_LABEL[mode]}` : row.title(run.sizes)
+      out.push(tableLine([title, ...systems.map((s) => cell(s, row, mode)), limitCell(run, row, mode), r.peer, r.limit,
+        ...(base ? [r.baseline] : []), pgbenchCell(run, row)]))
+    }
   }
+  const rss = systems.map((s) => {
+    const r = bestOf(s, 'W4', run.modes[0] as Mode)?.result
+    return r?.peakRssMb === undefined ? '—' : `${int(r.peakRssMb)} (at start ${int(r.startRssMb ?? Number.NaN)})`
+  })
+  if (rss.some((c) => c !== '—')) out.push(tableLine(['W4 worker process peak RSS, MB', ...rss, '', '', '', ...(base ? [''] : []), '']))
+
+  const first = run.modes[0] as Mode
+  out.push('')
+  if (collapsed.length) {
+    out.push(`${collapsed.join(', ')}: one row, ${MODE_LABEL[first]}; every system's figure and the limit were within ${share(run.material)} of ` +
+      `their figures ${MODE_LABEL[run.modes[1] as Mode]}, with the same target outcome (both are in the JSON). Other workloads: a row per mode.`)
+  } else if (run.modes.length === 1) {
+    out.push(`Every row: ${MODE_LABEL[first]} only (BENCH_MODES).`)
+  }
+  const shownRows = ROWS.filter((row) => systems.some((s) => s.passes.some((p) => p.workloads[row.id] || p.errors[row.id])))
+  const limitRows = shownRows.filter((row) => LIMIT_OF[row.id] && run.limits.some((p) => p.results[LIMIT_OF[row.id] as keyof typeof p.results]))
+  if (limitRows.length) {
+    out.push('', 'Physical limit, measured in this run from Node on pgonce\'s jobs table (queue, name and data inserted, the rest left to the column defaults; prepared statements):')
+    for (const row of limitRows) out.push(`- ${row.id}: ${LIMIT_LABEL[LIMIT_OF[row.id] as keyof typeof LIMIT_LABEL]}`)
+  }
+  out.push('', 'Configurations (the letter in each cell is the configuration that gave that figure, the best of those the system ran for that workload):')
+  for (const s of systems) {
+    out.push(`- **${s.label}**: ${s.common.join('; ')}`)
+    for (const c of s.configs) {
+      out.push(`  - [${c.letter}] ${c.purpose}: ${c.lines.join('; ')} — ran ${c.workloads.join(', ')}`)
+    }
+  }
+  out.push('', 'Targets (per mode):', ...targetLines(run))
+
   const m = run.machine
   out.push('', `Machine: ${m.host}, ${m.cpus} × ${m.cpuModel}, ${m.memoryGb} GB RAM, Node ${m.node}, ${m.postgres} (${m.postgresKind})` +
     `${m.redis ? `, Redis ${m.redis}` : ''}. BENCH_SCALE=${run.scale}; whole run ${Math.round(run.seconds)} s.`)
-  if ('skipped' in run.limits) out.push('', `Server limit: ${run.limits.skipped}.`)
-  else out.push('', `Server limit: pgbench, ${run.limits.seconds} s per figure, on a scratch table in a scratch database of the same server.`)
-  out.push('', 'Targets (issue 6):', ...targetLines(run))
-  out.push('', 'Configuration:')
-  for (const s of systems) out.push(`- **${s.label}**: ${s.config.join('; ')}`)
-  out.push('', 'Per-op cost (queries sent through node-postgres per add or job, producer and consumer side; WAL bytes per op, server-wide):', '')
+  if (run.baseline) {
+    out.push('', `Baseline: \`${run.baseline.ref}\` = ${run.baseline.sha}, checked out as a git worktree, run on this checkout's node_modules` +
+      `${run.baseline.lockfileDiffers ? ' (its package-lock.json differs)' : ''}, in a database of its own.`)
+  }
+  const limitNotes = run.limits.flatMap((p) => Object.entries(p.results)
+    .filter(([, r]) => r?.note)
+    .map(([id, r]) => `- ${id} (${MODE_LABEL[p.mode]}): ${r?.note}`))
+  if (limitNotes.length) out.push('', 'Physical-limit probes:', ...limitNotes)
+  if ('skipped' in run.pgbench) out.push('', `pgbench reference: ${run.pgbench.skipped}.`)
+  else out.push('', `pgbench reference: ${run.pgbench.seconds} s per figure, on a 3-column scratch table in a scratch database of the same server.`)
+
+  out.push('', `Per-op cost (${MODE_LABEL[first]}, the configuration shown above; queries sent through node-postgres per add or job, producer and consumer side; WAL bytes per op, server-wide):`, '')
   out.push(tableLine(['workload', ...systems.map((s) => s.label)]))
   out.push(tableLine(Array(systems.length + 1).fill('---')))
-  for (const row of ROWS.filter((r) => r.kind !== 'rss')) {
-    out.push(tableLine([row.id, ...systems.map((s) => costCell(result(s, row.id)))]))
+  for (const row of ROWS) {
+    if (!systems.some((s) => bestOf(s, row.id, first))) continue
+    out.push(tableLine([row.id, ...systems.map((s) => costCell(bestOf(s, row.id, first)?.result))]))
   }
-  const failures = systems.flatMap((s) => Object.entries(s.errors).map(([w, e]) => `- ${s.label} ${w}: ${String(e).split('\n')[0]}`))
+  const failures = [
+    ...systems.flatMap((s) => s.passes.flatMap((p) => Object.entries(p.errors).map(([w, e]) =>
+      `- ${s.label} [${s.configs.find((c) => c.key === p.config)?.letter}] ${MODE_LABEL[p.mode]} ${w}: ${String(e).split('\n')[0]}`))),
+    ...run.limits.flatMap((p) => Object.entries(p.errors).map(([id, e]) => `- limit ${id} ${MODE_LABEL[p.mode]}: ${String(e).split('\n')[0]}`)),
+  ]
   if (failures.length) out.push('', 'Errors:', ...failures)
   if (run.notes.length) out.push('', 'Notes:', ...run.notes.map((n) => `- ${n}`))
   return out.join('\n')

@@ -1,9 +1,10 @@
 // The shape of one benchmark run: what the table is rendered from and what bench/results/*.json holds.
 
 import type { Sizes } from './config.js'
+import type { LimitPass } from './limits.js'
 import type { ServerLimits } from './pgbench.js'
 import type { SystemId } from './systems/system.js'
-import type { WorkloadId, WorkloadResult } from './workloads/context.js'
+import type { Mode, WorkloadId, WorkloadResult } from './workloads/context.js'
 
 export interface Machine {
   host: string
@@ -17,14 +18,41 @@ export interface Machine {
   redis: string | null
 }
 
+/** One configuration of one system, as run, with the footnote letter it has in the table. */
+export interface ConfigRun {
+  key: string
+  letter: string
+  purpose: string
+  lines: string[]
+  /** The workloads it competed in. */
+  workloads: WorkloadId[]
+}
+
+/** One pass: a configuration in a mode, over its workloads, from a fresh database. */
+export interface PassRun {
+  config: string
+  mode: Mode
+  workloads: Partial<Record<WorkloadId, WorkloadResult>>
+  /** Why a workload (or opening the system) failed. */
+  errors: Partial<Record<WorkloadId | 'open', string>>
+}
+
 export interface SystemRun {
   id: SystemId
   label: string
   backend: 'postgres' | 'redis'
-  config: string[]
-  workloads: Partial<Record<WorkloadId, WorkloadResult>>
-  /** Why a workload (or opening the system) failed. */
-  errors: Partial<Record<WorkloadId | 'open', string>>
+  common: string[]
+  configs: ConfigRun[]
+  passes: PassRun[]
+  /** Derived from `passes` (see report.ts `bestOf`): per mode and workload, the letter of the configuration shown. */
+  best: Partial<Record<Mode, Partial<Record<WorkloadId, string>>>>
+}
+
+export interface BaselineInfo {
+  ref: string
+  sha: string
+  short: string
+  lockfileDiffers: boolean
 }
 
 export interface BenchRun {
@@ -33,7 +61,14 @@ export interface BenchRun {
   machine: Machine
   scale: number
   sizes: Sizes
-  limits: ServerLimits | { skipped: string }
+  modes: Mode[]
+  /** BENCH_MATERIAL: the relative difference between the modes above which both rows are printed. */
+  material: number
+  /** Physical limits from Node on pgonce's jobs table, one pass per mode (empty with BENCH_LIMITS=0). */
+  limits: LimitPass[]
+  /** pgbench on a scratch table: a secondary reference. */
+  pgbench: ServerLimits | { skipped: string }
+  baseline: BaselineInfo | null
   systems: SystemRun[]
   notes: string[]
 }

@@ -1,4 +1,5 @@
-// graphile-worker under benchmark, configured as its performance guide recommends for throughput.
+// graphile-worker under benchmark: its performance guide's batching preset for throughput, and its defaults (no local
+// queue, no completion batching), which its docs suggest for low-throughput work, as the latency candidate.
 
 import { Logger, makeWorkerUtils, run } from 'graphile-worker'
 import { packageVersion } from './package-version.js'
@@ -7,7 +8,15 @@ import { type BenchSystem, CONCURRENCY, type Consumer, type JobData, type System
 const LOCAL_QUEUE_SIZE = 500
 const silent = new Logger(() => () => {})
 
-async function open(url: string): Promise<BenchSystem> {
+/** The `preset.worker` part of each configuration. */
+const PRESETS: Record<string, object> = {
+  'local-queue': { localQueue: { size: LOCAL_QUEUE_SIZE }, completeJobBatchDelay: 0, failJobBatchDelay: 0 },
+  'no-local-queue': {},
+}
+
+async function open(url: string, config: string): Promise<BenchSystem> {
+  const preset = PRESETS[config]
+  if (!preset) throw new Error(`graphile-worker: unknown configuration ${config}`)
   const utils = await makeWorkerUtils({ connectionString: url, maxPoolSize: CONCURRENCY, logger: silent })
   await utils.migrate()
   const count = (task: string): Promise<number> =>
@@ -38,7 +47,7 @@ async function open(url: string): Promise<BenchSystem> {
         noHandleSignals: true,
         logger: silent,
         taskList: { [task]: async (payload) => onStart(payload as JobData) },
-        preset: { worker: { localQueue: { size: LOCAL_QUEUE_SIZE }, completeJobBatchDelay: 0, failJobBatchDelay: 0 } },
+        preset: { worker: preset },
       })
       return { close: () => runner.stop() }
     },
@@ -52,11 +61,22 @@ export const graphileWorker: SystemInfo = {
   id: 'graphile-worker',
   label: `graphile-worker ${packageVersion('graphile-worker')}`,
   backend: 'postgres',
-  config: [
-    `makeWorkerUtils({ maxPoolSize: ${CONCURRENCY} }) for adds (addJob, addJobs for bulk)`,
-    `run({ concurrency: ${CONCURRENCY}, maxPoolSize: ${CONCURRENCY + 2}, preset: { worker: { localQueue: { size: ${LOCAL_QUEUE_SIZE} }, completeJobBatchDelay: 0, failJobBatchDelay: 0 } } })` +
-      ' (the batching settings of its performance guide)',
-    "W5/W7: `addJob(task, payload, { jobKey: key, jobKeyMode: 'unsafe_dedupe' })`",
+  common: [
+    `makeWorkerUtils({ maxPoolSize: ${CONCURRENCY} }) for adds (addJob; addJobs for bulk); W5/W7 \`addJob(task, payload, { jobKey: key, jobKeyMode: 'unsafe_dedupe' })\``,
+  ],
+  configs: [
+    {
+      key: 'local-queue',
+      purpose: 'throughput: the batching settings of its performance guide',
+      lines: [`run({ concurrency: ${CONCURRENCY}, maxPoolSize: ${CONCURRENCY + 2}, preset: { worker: { localQueue: { size: ${LOCAL_QUEUE_SIZE} }, completeJobBatchDelay: 0, failJobBatchDelay: 0 } } })`],
+    },
+    {
+      key: 'no-local-queue',
+      purpose: 'latency: no local queue and no completion batching (its defaults; the local queue trades latency for throughput)',
+      lines: [`run({ concurrency: ${CONCURRENCY}, maxPoolSize: ${CONCURRENCY + 2} })`],
+      // The add side is the same code in both: only the consumer workloads can differ.
+      workloads: ['W4', 'W6', 'W8'],
+    },
   ],
   open,
 }

@@ -1,28 +1,34 @@
-// pgonce under benchmark: Queue.add / addBulk / deduplication keys, and its Worker.
+// pgonce under benchmark: Queue.add / addBulk / deduplication keys, and its Worker — through the public API only
+// (Queue, Worker, migrate), loaded from the working tree or, for BENCH_BASELINE, from a checkout of another commit.
 
 import { readFileSync } from 'node:fs'
 import pg from 'pg'
-import { Queue, Worker, migrate } from '../../src/index.js'
+import type * as PgonceApi from '../../src/index.js'
 import { DEDUP_TTL_MS, bullStyleAdds } from './bull-style.js'
-import { type BenchSystem, CONCURRENCY, type Consumer, type JobData, type SystemInfo } from './system.js'
+import { type BenchSystem, CONCURRENCY, type Consumer, type JobData, type SystemId, type SystemInfo } from './system.js'
 
+type Api = Pick<typeof PgonceApi, 'Queue' | 'Worker' | 'migrate'>
 
-function ownVersion(): string {
-  const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }
+/** The schema every pgonce variant migrates (each in a database of its own); the limit probes use the same. */
+export const PGONCE_SCHEMA = 'pgonce'
+
+function packageVersionAt(root: URL): string {
+  const pkg = JSON.parse(readFileSync(new URL('package.json', root), 'utf8')) as { version: string }
   return pkg.version
 }
 
-async function open(url: string): Promise<BenchSystem> {
+async function openWith(api: Api, url: string): Promise<BenchSystem> {
+  const { Queue, Worker, migrate } = api
   const pool = new pg.Pool({ connectionString: url, max: CONCURRENCY })
   // pool.end() resolves once its clients are told to end, before their sockets close: the run's forced drop of the
   // database can still reach one, and an 'error' event without a listener would end the whole run.
   pool.on('error', () => {})
-  await migrate({ pool })
-  const queues = new Map<string, Queue<JobData>>()
-  const queueFor = (name: string): Queue<JobData> => {
+  await migrate({ pool, schema: PGONCE_SCHEMA })
+  const queues = new Map<string, InstanceType<Api['Queue']>>()
+  const queueFor = (name: string): InstanceType<Api['Queue']> => {
     let queue = queues.get(name)
     if (!queue) {
-      queue = new Queue<JobData>(name, { pool, migrate: false })
+      queue = new Queue<JobData>(name, { pool, schema: PGONCE_SCHEMA, migrate: false })
       queues.set(name, queue)
     }
     return queue
@@ -40,7 +46,8 @@ async function open(url: string): Promise<BenchSystem> {
     countJobs: (name) => count(name, false),
     countUnfinished: (name) => count(name, true),
     async consume(name, onStart): Promise<Consumer> {
-      const worker = new Worker<JobData>(name, async (job) => onStart(job.data), { connectionString: url, concurrency: CONCURRENCY })
+      const worker = new Worker<JobData>(name, async (job) => onStart(job.data),
+        { connectionString: url, schema: PGONCE_SCHEMA, concurrency: CONCURRENCY })
       worker.on('error', () => {})
       return { close: () => worker.close() }
     },
@@ -51,13 +58,30 @@ async function open(url: string): Promise<BenchSystem> {
   }
 }
 
-export const pgonce: SystemInfo = {
-  id: 'pgonce',
-  label: `pgonce ${ownVersion()}`,
-  backend: 'postgres',
-  config: [
-    `one pg.Pool of ${CONCURRENCY} connections shared by every Queue; \`new Worker(queue, handler, { concurrency: ${CONCURRENCY} })\`, other options (batch claims, completion batching) at their defaults`,
-    `W5/W7: \`deduplication: { id: key, ttl: ${DEDUP_TTL_MS} }\``,
-  ],
-  open,
+/**
+ * pgonce from the source tree at `root` (a directory URL ending in `/`): the working tree, or a baseline checkout.
+ * Its `src/index.ts` is imported through tsx, so that checkout needs its own node_modules (or a link to ours).
+ */
+export function pgonceSystem(id: SystemId, label: (version: string) => string, root: URL): SystemInfo {
+  let api: Promise<Api> | null = null
+  const load = (): Promise<Api> => {
+    api ??= import(new URL('src/index.ts', root).href) as Promise<Api>
+    return api
+  }
+  return {
+    id,
+    label: label(packageVersionAt(root)),
+    backend: 'postgres',
+    common: [
+      `one pg.Pool of ${CONCURRENCY} connections shared by every Queue; \`deduplication: { id: key, ttl: ${DEDUP_TTL_MS} }\` for W5/W7`,
+    ],
+    configs: [{
+      key: 'default',
+      purpose: 'its defaults',
+      lines: [`\`new Worker(queue, handler, { concurrency: ${CONCURRENCY} })\`, every other option (batch claims, completion batching) at its default`],
+    }],
+    open: async (url) => openWith(await load(), url),
+  }
 }
+
+export const pgonce: SystemInfo = pgonceSystem('pgonce', (v) => `pgonce ${v}`, new URL('../../', import.meta.url))

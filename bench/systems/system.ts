@@ -36,18 +36,46 @@ export interface BenchSystem {
   close(): Promise<void>
 }
 
-export type SystemId = 'pgonce' | 'graphile-worker' | 'pg-boss' | 'bullmq-postgres' | 'bullmq-redis'
+export type SystemId = 'pgonce' | 'pgonce-baseline' | 'graphile-worker' | 'pg-boss' | 'bullmq-postgres' | 'bullmq-redis'
 
-/** A system's identity, its configuration as written under the table, and how to open it. */
+/** The workloads, in table order. */
+export const WORKLOAD_IDS = ['W1', 'W2', 'W3', 'W4', 'W5', 'W6', 'W7', 'W8'] as const
+export type WorkloadId = (typeof WORKLOAD_IDS)[number]
+
+/**
+ * One way of setting a system up, as a user tuning it for some workloads would. A system with several runs each of
+ * them on the workloads it is a candidate for, and the table shows the best per workload (with its footnote letter).
+ */
+export interface SystemConfig {
+  /** Short, stable name, e.g. `local-queue`; kept in the JSON and shown in the footnote. */
+  key: string
+  /** What this configuration is for, e.g. `throughput (its performance guide)`. */
+  purpose: string
+  /** The settings, one line each, as printed under the table. */
+  lines: string[]
+  /** The workloads it competes in; all when absent. */
+  workloads?: readonly WorkloadId[]
+}
+
+/** A system's identity, its configurations as written under the table, and how to open it. */
 export interface SystemInfo {
   id: SystemId
   /** Name and version, e.g. `graphile-worker 0.18.0`. */
   label: string
   backend: 'postgres' | 'redis'
-  /** One line per setting that differs from the system's defaults, and why. */
-  config: string[]
-  /** Opens the system on `url`: a fresh PostgreSQL database, or a Redis URL. */
-  open(url: string): Promise<BenchSystem>
+  /** Setup common to every configuration, one line per setting that differs from the system's defaults. */
+  common: string[]
+  /** At least one; the first is the one `BENCH_CONFIGS=first` keeps. */
+  configs: readonly SystemConfig[]
+  /** Opens the system on `url` (a fresh PostgreSQL database, or a Redis URL) in configuration `config` (a key). */
+  open(url: string, config: string): Promise<BenchSystem>
+}
+
+/** The configuration `key` of `info`; throws on an unknown key. */
+export function configOf(info: SystemInfo, key: string): SystemConfig {
+  const config = info.configs.find((c) => c.key === key)
+  if (!config) throw new Error(`${info.id} has no configuration ${key} (known: ${info.configs.map((c) => c.key).join(', ')})`)
+  return config
 }
 
 /** How many jobs a consumer runs at once in every workload. */

@@ -13,6 +13,7 @@ async function landed(ctx: WorkloadContext, queue: string, expected: number): Pr
 export async function sequentialAdds(ctx: WorkloadContext): Promise<WorkloadResult> {
   const n = ctx.sizes.w1Adds
   await ctx.system.prepare('w1')
+  await ctx.beforeTimed()
   const probed = await probe(ctx, n, () => runProducers(n, 1, (i) => ctx.system.add('w1', { i })))
   return { ops: n, perSecond: perSecond(n, probed.ms), ...probed, ...(await landed(ctx, 'w1', n)) }
 }
@@ -21,6 +22,7 @@ export async function sequentialAdds(ctx: WorkloadContext): Promise<WorkloadResu
 export async function concurrentAdds(ctx: WorkloadContext): Promise<WorkloadResult> {
   const n = ctx.sizes.w2Adds
   await ctx.system.prepare('w2')
+  await ctx.beforeTimed()
   const probed = await probe(ctx, n, () => runProducers(n, ctx.sizes.producers, (i) => ctx.system.add('w2', { i })))
   return { ops: n, perSecond: perSecond(n, probed.ms), ...probed, ...(await landed(ctx, 'w2', n)) }
 }
@@ -31,6 +33,7 @@ export async function bulkAdds(ctx: WorkloadContext): Promise<WorkloadResult> {
   const batch = ctx.sizes.bulkBatch
   await ctx.system.prepare('w3')
   const batches = Math.ceil(n / batch)
+  await ctx.beforeTimed()
   const probed = await probe(ctx, n, () =>
     runProducers(batches, 1, (b) => ctx.system.addBulk('w3', payloads(b * batch, Math.min(batch, n - b * batch)))))
   return { ops: n, perSecond: perSecond(n, probed.ms), ...probed, ...(await landed(ctx, 'w3', n)) }

@@ -5,7 +5,15 @@ import type { Sizes } from '../config.js'
 import type { BenchSystem, SystemInfo } from '../systems/system.js'
 import { walBytesSince, walPosition } from '../wal.js'
 
-export type WorkloadId = 'W1' | 'W2' | 'W3' | 'W4' | 'W5' | 'W6' | 'W7' | 'W8'
+export type { WorkloadId } from '../systems/system.js'
+
+/**
+ * What is done to the system's database right before each timed section: `as-is` nothing (the tables as the
+ * workloads left them, statistics as autovacuum had them: a fresh table is unanalysed), `analysed` a `VACUUM ANALYZE`
+ * of the database (which holds only this system's tables) and a `CHECKPOINT`.
+ */
+export type Mode = 'as-is' | 'analysed'
+export const MODES: readonly Mode[] = ['as-is', 'analysed']
 
 export interface WorkloadResult {
   /** Adds or jobs timed. */
@@ -33,6 +41,8 @@ export interface WorkloadResult {
 
 export interface WorkloadContext {
   info: SystemInfo
+  /** The key of the configuration `system` was opened in. */
+  config: string
   system: BenchSystem
   /** Where the system lives: its fresh database, or the Redis URL. */
   url: string
@@ -40,6 +50,17 @@ export interface WorkloadContext {
   /** A pool on the system's database for WAL probes; null for the Redis reference. */
   admin: pg.Pool | null
   roundTrips: () => number
+  mode: Mode
+  /** Call right before starting the clock (after any untimed setup): applies `mode`'s maintenance. */
+  beforeTimed: () => Promise<void>
+}
+
+/** `mode`'s maintenance on the database `admin` is connected to (nothing for `as-is`, or without a database). */
+export async function maintain(admin: pg.Pool | pg.Client | null, mode: Mode): Promise<void> {
+  if (mode === 'as-is' || !admin) return
+  await admin.query('vacuum analyze')
+  // Needs superuser (or pg_checkpoint); a refusal leaves the vacuum alone.
+  await admin.query('checkpoint').catch(() => {})
 }
 
 /** Runs `timed` (which returns elapsed ms) and adds round trips and WAL per op around it. */

@@ -7,6 +7,7 @@ import { type WorkloadContext, type WorkloadResult, probe } from './context.js'
 export async function dedupAdds(ctx: WorkloadContext): Promise<WorkloadResult> {
   const { w5Adds: n, w5Keys: keys, producers } = ctx.sizes
   await ctx.system.prepare('w5', { dedup: true })
+  await ctx.beforeTimed()
   const probed = await probe(ctx, n, () => runProducers(n, producers, (i) => ctx.system.addDeduplicated('w5', `key-${i % keys}`, { i })))
   const created = await ctx.system.countJobs('w5')
   return {
@@ -26,6 +27,7 @@ export async function duplicateAddLatency(ctx: WorkloadContext): Promise<Workloa
   await ctx.system.prepare('w7', { dedup: true })
   await ctx.system.addDeduplicated('w7', 'held', { i: 0 })
   for (let i = 0; i < warmup; i++) await ctx.system.addDeduplicated('w7', 'held', { i })
+  await ctx.beforeTimed()
   const samples: number[] = []
   const probed = await probe(ctx, n, () => runProducers(n, 1, async (i) => {
     const started = performance.now()
