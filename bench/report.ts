@@ -203,7 +203,7 @@ function material(run: BenchRun, row: Row): boolean {
 }
 
 function ratioText(r: Ratios, row: Row): { peer: string; limit: string; baseline: string } {
-  const peer = r.peer === undefined ? '—' : `${times(r.peer)}${r.peerLetter ? ` (peer [${r.peerLetter}])` : ''}`
+  const peer = r.peer === undefined ? '—' : `${times(r.peer)}${r.peerLetter ? ` [${r.peerLetter}]` : ''}`
   const limit = r.limit === undefined ? '—' : row.kind === 'latency' ? times(r.limit) : share(r.limit)
   return { peer, limit, baseline: r.baseline === undefined ? '—' : times(r.baseline) }
 }
@@ -243,10 +243,10 @@ function targetLines(run: BenchRun): string[] {
       const parts = t.parts(r, run, mode)
       const ok = verdict(parts)
       if (ok === undefined) return null
-      const { peer, limit } = ratioText(r, row)
+      const { limit } = ratioText(r, row)
       const shown = parts.map((p) => {
-        if (p.what === 'peer') return p.ok === undefined ? 'no peer run' : `${peer} of the best peer`
-        if (p.what === 'limit') return p.ok === undefined ? 'no limit measured' : `${limit} of the limit`
+        if (p.what === 'peer') return p.ok === undefined ? 'no peer run' : `${times(r.peer as number)} the best peer [${r.peerLetter}]`
+        if (p.what === 'limit') return p.ok === undefined ? 'no limit measured' : row.kind === 'latency' ? `${limit} the limit` : `${limit} of the limit`
         return p.ok === undefined ? '' : p.ok ? 'one job per key' : 'wrong job count'
       }).filter(Boolean)
       return `${MODE_LABEL[mode]}: ${shown.join(', ')} ${mark(ok)}`
