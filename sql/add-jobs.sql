@@ -1,11 +1,9 @@
--- Admits a batch through add_jobs(): all or nothing; a rejection comes back as a single row with "error".
--- A job this batch inserted (added, replaced) comes back as id, state and times only: the caller knows the rest,
--- unless add_job() handed it to an idle worker (active: attempt, lease and lock token are the server's).
--- A job that answers for an item (duplicate, extended, a rejection's owner) comes back whole, as JSON text.
--- Few columns per row: parsing 1,000 full job rows cost the client more than the INSERT cost the server.
-select a.ordinal, a.outcome, a.error, (a.job).id, (a.job).state,
-  (extract(epoch from (a.job).run_at) * 1000)::float8 as run_at_ms,
-  (extract(epoch from (a.job).created_at) * 1000)::float8 as created_at_ms,
-  case when a.outcome is null or a.outcome not in ('added', 'replaced') or (a.job).state = 'active'
-    then (to_jsonb(a.job) || jsonb_build_object('id', (a.job).id::text))::text end as job
-from :PGONCE_SCHEMA.add_jobs($1, $2::jsonb) a
+-- queue.addBulk of a batch with a jobId, key or dependency: _add_jobs(), all or nothing; a rejection comes back as
+-- the only row, with "error". Parallel arrays, one element per item in the caller's order:
+-- $1 queue, $2 names, $3 data, $4 jobIds, $5 dedup keys, $6 key TTLs ms, $7 extend, $8 replace, $9 delays ms,
+-- $10 priorities, $11 max attempts, $12 backoffs, $13 dependsOn (each a bigint[] literal), $14 trace contexts.
+select x.*
+from :PGONCE_SCHEMA._add_jobs($1, $2::text[], $3::jsonb[], $4::text[], $5::text[], $6::bigint[], $7::boolean[],
+  $8::boolean[], $9::bigint[], $10::integer[], $11::integer[], $12::jsonb[], $13::text[], $14::text[]) a,
+  lateral :PGONCE_SCHEMA._answer(a) x
+order by x.ordinal

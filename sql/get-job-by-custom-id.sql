@@ -1,5 +1,6 @@
--- The live generation of a custom jobId, else its newest terminal one.
+-- The live generation of custom jobId $1 (jobIds are unique among live jobs across every queue, so this may be a job
+-- of another queue: check job.queue), else its newest terminal one.
 select * from :PGONCE_SCHEMA.jobs
 where job_id = $1
-order by (state in ('waiting', 'delayed', 'waiting-children', 'active')) desc, id desc
+order by :PGONCE_SCHEMA._is_live(state) desc, id desc
 limit 1

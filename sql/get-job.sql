@@ -1,2 +1,2 @@
--- One job by its internal id.
-select * from :PGONCE_SCHEMA.jobs where id = $1
+-- One job of queue $1 by its internal id $2 (a job of another queue is not this queue's to read).
+select * from :PGONCE_SCHEMA.jobs where id = $2 and queue = $1

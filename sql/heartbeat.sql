@@ -1,8 +1,9 @@
--- Extends by $3 ms the leases of active jobs ($1 ids, $2 lock tokens) still held with those tokens; returns their tokens (a missing one: lease lost).
--- $4 is always 'active': a parameter, so that a generic plan cannot drive the update from the jobs_leases partial
--- index (estimated at one row, it made a nested loop over every active lease for each input row).
+-- Extends by $3 ms the leases of claimed and active jobs ($1 ids, $2 lock tokens) still held with those tokens; returns
+-- their tokens (a missing one: lease lost) and whether queue.cancelJob asked the job to stop.
+-- Each job is found by primary key: "state || ''" keeps any plan from driving the update from the jobs_leases partial
+-- index, whose row estimate (the leases at the last ANALYZE) is often far too small.
 update :PGONCE_SCHEMA.jobs j
 set locked_until = now() + make_interval(secs => $3::bigint / 1000.0)
 from unnest($1::bigint[], $2::uuid[]) as i(id, token)
-where j.id = i.id and j.state = $4::text and j.lock_token = i.token
-returning j.lock_token as token
+where j.id = i.id and :PGONCE_SCHEMA._holds_lease(j.state || '') and j.lock_token = i.token
+returning j.lock_token as token, j.cancel_requested_at is not null as cancel_requested

@@ -1,5 +1,5 @@
 -- Deletes a dedup key whoever owns it ($3 null), or only if job $3 owns it.
--- deleted: a row went; held: it was held at that moment (DESIGN.md §2.2).
+-- deleted: a row went; held: it was held at that moment (_key_held).
 with gone as (
   delete from :PGONCE_SCHEMA.dedup_keys k
   where k.queue = $1 and k.key = $2 and ($3::bigint is null or k.job_id = $3::bigint)
@@ -8,6 +8,5 @@ with gone as (
 select exists (select 1 from gone) as deleted,
        exists (
          select 1 from gone g join :PGONCE_SCHEMA.jobs o on o.id = g.job_id
-         where g.expires_at > now()
-            or (g.expires_at is null and o.state in ('waiting', 'delayed', 'waiting-children', 'active'))
+         where :PGONCE_SCHEMA._key_held(g.expires_at, o.state)
        ) as held

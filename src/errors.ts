@@ -55,3 +55,11 @@ export class LeaseLostError extends Error {
     super(`lease of job ${jobId} was lost: another worker or an operator took it over`)
   }
 }
+
+/** The job was cancelled (`queue.cancelJob`) while its handler ran: whatever the handler does now, it ends cancelled. */
+export class JobCancelledError extends Error {
+  override readonly name = 'JobCancelledError'
+  constructor(readonly jobId: string) {
+    super(`job ${jobId} was cancelled`)
+  }
+}

@@ -2,12 +2,16 @@
 
 import type { Transactional } from './db/executor.js'
 
-export type JobState = 'waiting' | 'delayed' | 'waiting-children' | 'active' | 'completed' | 'failed'
+/**
+ * Where a job stands. Pending: `waiting`, `delayed`, `waiting-children`, `claimed` (a worker holds it but has not started
+ * its handler). Live: pending or `active` (its handler runs). Terminal: `completed`, `failed`, `cancelled`.
+ */
+export type JobState = 'waiting' | 'delayed' | 'waiting-children' | 'claimed' | 'active' | 'completed' | 'failed' | 'cancelled'
 
-/** How an add was decided (DESIGN.md §2). */
+/** How an add was decided (docs/deduplication.md). */
 export type AddOutcome = 'added' | 'duplicate-job-id' | 'duplicate-key' | 'extended' | 'replaced'
 
-export const LIVE_STATES: readonly JobState[] = ['waiting', 'delayed', 'waiting-children', 'active']
+export const JOB_STATES: readonly JobState[] = ['waiting', 'delayed', 'waiting-children', 'claimed', 'active', 'completed', 'failed', 'cancelled']
 
 /** Backoff between attempts, as stored. */
 export interface Backoff {
@@ -38,6 +42,11 @@ export interface JobRow {
   error_stack: string | null
   created_at: Date
   finished_at: Date | null
+  /** Absent from rows the add statements answer for a job they inserted (none of these is set yet then). */
+  started_at?: Date | null
+  result?: unknown
+  progress?: unknown
+  cancel_requested_at?: Date | null
 }
 
 /** What a Job needs from its queue. */
@@ -63,7 +72,15 @@ export class Job<Data = unknown> {
   readonly backoff: Backoff | null
   readonly runAt: Date
   readonly createdAt: Date
+  /** When its handler last started. */
+  readonly startedAt: Date | null
   readonly finishedAt: Date | null
+  /** What the handler returned (stored as JSON), once completed. */
+  readonly result: unknown
+  /** The last value the handler reported with `ctx.updateProgress`. */
+  readonly progress: unknown
+  /** Set when `queue.cancelJob` asked a running job to stop. */
+  readonly cancelRequestedAt: Date | null
   /** The dedup key this job was added with. */
   readonly deduplicationId: string | null
   /** Message of the last failure. */
@@ -88,7 +105,11 @@ export class Job<Data = unknown> {
     this.backoff = row.backoff
     this.runAt = row.run_at
     this.createdAt = row.created_at
+    this.startedAt = row.started_at ?? null
     this.finishedAt = row.finished_at
+    this.result = row.result ?? null
+    this.progress = row.progress ?? null
+    this.cancelRequestedAt = row.cancel_requested_at ?? null
     this.deduplicationId = row.dedup_key
     this.failedReason = row.last_error
     this.stacktrace = row.error_stack

@@ -1,7 +1,8 @@
-// Housekeeping (DESIGN.md §7): rescues expired leases, deletes expired dedup keys, claims and idle-worker sign-ups, promotes stranded dependents; one runner at a time.
+// Housekeeping (docs/operations.md): rescues expired leases, promotes stranded dependents, deletes expired dedup keys and claims; one runner at a time.
 
 import type pg from 'pg'
 import type { ConnectionOptions } from './db/connection.js'
+import { withClient } from './db/checkout.js'
 import { openPool } from './db/connection.js'
 import { checkSchema } from './db/identifiers.js'
 import { sqlFor } from './db/sql-files.js'
@@ -24,8 +25,6 @@ export interface MaintenanceResult {
   expiredKeys: number
   /** Expired execution claims and done markers deleted. */
   expiredClaims: number
-  /** Idle-worker sign-ups that had expired (their worker stopped without withdrawing them), deleted. */
-  staleIdleWorkers: number
   /** Jobs moved out of 'waiting-children' whose dependencies had all completed without promoting them (a crash in between). */
   promoted: number
   /** False when another runner held the lock, so this call did nothing. */
@@ -50,34 +49,29 @@ export async function runMaintenance(options: MaintenanceOptions): Promise<Maint
   const batchSize = opts.batchSize === undefined ? 1000 : checkInteger(opts.batchSize, 'options.batchSize', 1, 100_000)
   const logger = checkLogger(opts.logger, 'options.logger').child({ component: 'pgonce.maintenance' })
   const { pool, owned } = openPool(opts, logger, 1)
-  const result: MaintenanceResult = { rescued: 0, expiredKeys: 0, expiredClaims: 0, staleIdleWorkers: 0, promoted: 0, ran: false }
+  const result: MaintenanceResult = { rescued: 0, expiredKeys: 0, expiredClaims: 0, promoted: 0, ran: false }
   try {
-    const client = await pool.connect()
-    let broken: Error | undefined
-    try {
+    await withClient(pool, logger, async (client, discard) => {
       const [lock] = (await client.query<{ locked: boolean }>(sqlFor('try-maintenance-lock', schema), [schema])).rows
-      if (!lock?.locked) return result
+      if (!lock?.locked) return
       result.ran = true
       try {
         result.rescued = await drain(client, sqlFor('rescue-expired-leases', schema), [batchSize])
-        result.promoted = await drain(client, sqlFor('promote-dependents', schema), [null, batchSize])
+        result.promoted = await drain(client, sqlFor('promote-dependents', schema), [batchSize])
         result.expiredKeys = await drain(client, sqlFor('delete-expired-dedup-keys', schema), [batchSize])
         result.expiredClaims = await drain(client, sqlFor('delete-expired-claims', schema), [batchSize])
-        result.staleIdleWorkers = await drain(client, sqlFor('delete-stale-idle-workers', schema), [batchSize])
+      } catch (err) {
+        // A client whose unlock may not run must not go back to the pool holding the lock.
+        discard(err as Error)
+        throw err
       } finally {
-        await client.query(sqlFor('release-maintenance-lock', schema), [schema])
+        await client.query(sqlFor('release-maintenance-lock', schema), [schema]).catch(discard)
       }
-    } catch (err) {
-      broken = err as Error
-      throw err
-    } finally {
-      // A client whose unlock may not have run must not go back to the pool holding the lock.
-      client.release(broken)
-    }
+    })
   } finally {
     if (owned) await pool.end()
   }
-  if (result.rescued + result.expiredKeys + result.expiredClaims + result.staleIdleWorkers + result.promoted > 0) {
+  if (result.rescued + result.expiredKeys + result.expiredClaims + result.promoted > 0) {
     logger.info({ ...result, schema }, 'pgonce: housekeeping')
   }
   return result

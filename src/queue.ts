@@ -1,14 +1,9 @@
 // Queue: adds jobs (alone, in bulk, inside your transaction), looks them up, and manages dedup keys.
 
 import type pg from 'pg'
-import {
-  type AddRequest, type JobOptions, addJobParams, addPlainJobParams, bulkItemJson, isPlain, isPlainNow, toAddRequest,
-} from './add-request.js'
-import {
-  type AdmissionRow, type BulkRow, type PlainBulkRow, type PlainSingleRow, type SingleRow, bulkAdmission, jobRowFromJson, ownerless,
-  plainAdmission, plainAdmissions,
-} from './admission-rows.js'
-import { admissionOrder } from './bulk-order.js'
+import { admitMany, admitOne } from './admission/admit.js'
+import type { AdmissionRow } from './admission/answers.js'
+import { type AddRequest, type JobOptions, toAddRequest } from './admission/request.js'
 import { Counters } from './counters.js'
 import type { ConnectionOptions } from './db/connection.js'
 import { openPool } from './db/connection.js'
@@ -18,7 +13,7 @@ import { prepared } from './db/prepared.js'
 import { SchemaReady } from './migrate/schema-ready.js'
 import { sqlFor } from './db/sql-files.js'
 import { DeduplicationError, ValidationError } from './errors.js'
-import { type AddOutcome, Job, type JobOwner, type JobRow, type JobState } from './job.js'
+import { type AddOutcome, JOB_STATES, Job, type JobOwner, type JobRow, type JobState } from './job.js'
 import { type Logger, checkLogger } from './logger.js'
 import { retryFailedJob } from './retry-job.js'
 import { checkBoolean, checkInteger, checkJobIdRef, checkOptions, checkText, fail } from './validate.js'
@@ -88,68 +83,40 @@ export class Queue<Data = unknown> implements JobOwner {
   }
 
   /**
-   * Adds a job, or answers with the job that already stands for it (DESIGN.md §2):
-   * check `job.deduplicated` and `job.outcome`. One round trip. A plain job due now (no jobId, key or
-   * dependency) added while the queue has due work is one bare INSERT, and into an idle queue a call of
-   * _insert_job() without add_job() (sql/add-plain-job.sql).
+   * Adds a job, or answers with the job that already stands for it (docs/deduplication.md): check
+   * `job.deduplicated` and `job.outcome`. One round trip, through the SQL function `add_job()`.
    */
   async add(name: string, data: Data, opts?: AddOptions): Promise<Job<Data>> {
     const { tx, ...jobOpts } = checkOptions<AddOptions>(opts, 'opts', ADD_OPTION_KEYS)
     const req = toAddRequest(name, data, jobOpts, '', this.maxDataBytes)
     const execute = await this.executor(tx)
-    if (isPlainNow(req)) {
-      const [row] = await execute<PlainSingleRow>(prepared('add-plain-job', this.schema), addPlainJobParams(this.name, req))
-      return this.answer(plainAdmission(row as PlainSingleRow, req, this.name), req)
-    }
-    const [row] = await execute<SingleRow>(prepared('add-job', this.schema), addJobParams(this.name, req))
-    const { outcome, error, job } = row as SingleRow
-    return this.answer(job === null ? ownerless(error) : jobRowFromJson(job, outcome, error), req)
+    return this.answer(await admitOne({ execute, schema: this.schema, queue: this.name }, req), req)
   }
 
   /**
    * Adds many jobs in one statement, all or nothing: any rejected item rolls back
    * the whole batch. Results come in input order; a repeated jobId or key inside
    * the batch is answered as if the items had been added one after another.
-   * A batch of plain items (no jobId, key or dependency) goes through
-   * add_plain_jobs(), the others through add_jobs().
    */
   async addBulk(items: BulkItem<Data>[], options?: { tx?: Transactional }): Promise<Job<Data>[]> {
     const { tx } = checkOptions<{ tx: Transactional }>(options, 'options', ['tx'])
     if (!Array.isArray(items)) fail('INVALID_TYPE', 'items', 'must be an array')
     const reqs: AddRequest[] = new Array(items.length)
-    let plain = true
     for (let i = 0; i < items.length; i++) {
       const field = `items[${i}]`
       const it = checkOptions<BulkItem<Data>>(items[i], field, BULK_ITEM_KEYS)
-      const req = toAddRequest(it.name, it.data, it.opts, field, this.maxDataBytes)
-      plain &&= isPlain(req)
-      reqs[i] = req
+      reqs[i] = toAddRequest(it.name, it.data, it.opts, field, this.maxDataBytes)
     }
     const execute = await this.executor(tx, 'options.tx')
-    if (reqs.length === 0) return []
-    if (plain) {
-      let text = '['
-      for (let i = 0; i < reqs.length; i++) text += (i === 0 ? '' : ',') + bulkItemJson(reqs[i] as AddRequest)
-      text += ']'
-      const [row] = await execute<PlainBulkRow>(prepared('add-plain-jobs', this.schema), [this.name, text])
-      const rows = plainAdmissions(row as PlainBulkRow, reqs, this.name, text)
-      return rows.map((r, i) => this.answer(r, reqs[i] as AddRequest))
-    }
-    const batch = admissionOrder(reqs).map((i) => bulkItemJson(reqs[i] as AddRequest, i + 1))
-    const rows = await execute<BulkRow>(prepared('add-jobs', this.schema), [this.name, `[${batch.join(',')}]`])
-    const rejected = rows.find((r) => r.error !== null)
-    if (rejected) {
-      const index = rejected.ordinal - 1
-      const req = reqs[index] as AddRequest
-      this.answer(bulkAdmission(rejected, req, this.name), req, `items[${index}]`)
-    }
-    return rows.map((row, i) => this.answer(bulkAdmission(row, reqs[i] as AddRequest, this.name), reqs[i] as AddRequest))
+    const { rows, rejected } = await admitMany({ execute, schema: this.schema, queue: this.name }, reqs)
+    if (rejected !== null) this.answer(rejected.row, reqs[rejected.index] as AddRequest, `items[${rejected.index}]`)
+    return (rows ?? []).map((row, i) => this.answer(row, reqs[i] as AddRequest))
   }
 
   /** A job by its internal id, or null. */
   async getJob(id: string): Promise<Job<Data> | null> {
     checkJobIdRef(id, 'id')
-    return this.readOne('get-job', [id])
+    return this.readOne('get-job', [this.name, id])
   }
 
   /** The live generation of a custom jobId, else its newest terminal one, else null. */
@@ -160,7 +127,7 @@ export class Queue<Data = unknown> implements JobOwner {
 
   /** How many jobs of this queue are in each state (a due delayed job counts as waiting). */
   async getJobCounts(): Promise<JobCounts> {
-    const counts: JobCounts = { waiting: 0, delayed: 0, 'waiting-children': 0, active: 0, completed: 0, failed: 0 }
+    const counts = Object.fromEntries(JOB_STATES.map((s) => [s, 0])) as JobCounts
     const execute = await this.executor(undefined)
     for (const row of await execute<{ state: JobState; count: number }>(sqlFor('get-job-counts', this.schema), [this.name])) {
       counts[row.state] += row.count
@@ -197,7 +164,7 @@ export class Queue<Data = unknown> implements JobOwner {
   async retryJob(id: string, options?: WriteOptions): Promise<Job<Data>> {
     const { tx } = checkOptions<WriteOptions>(options, 'options', ['tx'])
     checkJobIdRef(id, 'id')
-    return new Job<Data>(await retryFailedJob(await this.executor(tx, 'options.tx'), this.schema, id), null, this)
+    return new Job<Data>(await retryFailedJob(await this.executor(tx, 'options.tx'), this.schema, this.name, id), null, this)
   }
 
   /** Ends the pool pgonce opened (a pool you passed in is left open). */

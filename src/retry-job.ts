@@ -33,10 +33,10 @@ export class RetryJobError extends Error {
  * with `ctx.effect`), and is refused while another job holds that key or another
  * live generation has its jobId.
  */
-export async function retryFailedJob(execute: Execute, schema: string, id: string): Promise<JobRow> {
+export async function retryFailedJob(execute: Execute, schema: string, queue: string, id: string): Promise<JobRow> {
   let rows: (JobRow & { error: RetryJobCode | null })[]
   try {
-    rows = await execute<JobRow & { error: RetryJobCode | null }>(sqlFor('retry-job', schema), [id])
+    rows = await execute<JobRow & { error: RetryJobCode | null }>(sqlFor('retry-job', schema), [queue, id])
   } catch (err) {
     // A new generation of its jobId went live between the check and the update.
     if ((err as { code?: string }).code === '23505') throw new RetryJobError('JOB_ID_LIVE', id)

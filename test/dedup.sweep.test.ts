@@ -16,7 +16,7 @@ beforeAll(async () => ({ db, queue } = await openDedupSuite('dedup_sweep', QUEUE
 afterAll(() => closeDedupSuite({ db, queue }))
 
 beforeEach(async () => {
-  await db.pool.query(`truncate "${db.schema}".dedup_keys, "${db.schema}".jobs`)
+  await db.pool.query(`truncate "${db.schema}".dedup_keys, "${db.schema}".jobs cascade`)
 })
 
 async function sweep(limit: number): Promise<number> {
@@ -24,11 +24,17 @@ async function sweep(limit: number): Promise<number> {
   return rows[0]?.count as number
 }
 
-/** `n` keys that expired between 1 s and 1 h ago, owned by (fake) job ids. */
+/** `n` keys that expired between 1 s and 1 h ago, each owned by a completed job of its own. */
 async function expiredKeys(n: number, prefix: string): Promise<void> {
   await db.pool.query(
-    `insert into "${db.schema}".dedup_keys (queue, key, job_id, expires_at)
-     select $1, $2 || g, g, now() - make_interval(secs => 1 + g % 3600) from generate_series(1, $3) g`,
+    `with owners as (
+       insert into "${db.schema}".jobs (queue, name, data, state)
+       select $1, 'owner', '{}', 'completed' from generate_series(1, $3) g
+       returning id
+     )
+     insert into "${db.schema}".dedup_keys (queue, key, job_id, expires_at)
+     select $1, $2 || o.n, o.id, now() - make_interval(secs => 1 + o.n % 3600)
+     from (select id, row_number() over (order by id) as n from owners) o`,
     [QUEUE, prefix, n])
 }
 

@@ -78,16 +78,6 @@ describe('runMaintenance', () => {
     expect(job.id).not.toBe(old.id)
   })
 
-  it('deletes expired idle-worker sign-ups, keeping live ones', async () => {
-    await db.pool.query(
-      `insert into "${db.schema}".idle_workers (queue, worker_id, alive_key, lease_ms, expires_at) values
-         ('maint-idle', 'gone', 1, 30000, now() - interval '1 second'),
-         ('maint-idle', 'sleeping', 2, 30000, now() + interval '1 minute')`)
-    expect(await runMaintenance({ pool: db.pool, schema: db.schema })).toMatchObject({ staleIdleWorkers: 1 })
-    const { rows } = await db.pool.query<{ worker_id: string }>(`select worker_id from "${db.schema}".idle_workers where queue = 'maint-idle'`)
-    expect(rows.map((r) => r.worker_id)).toEqual(['sleeping'])
-  })
-
   it('runs one at a time: a second runner returns at once while the lock is held', async () => {
     const holder = new pg.Client({ connectionString: db.url })
     await holder.connect()
@@ -96,7 +86,7 @@ describe('runMaintenance', () => {
       const job = await queue.add('x', {}, { attempts: 2 })
       await leaseExpired(job.id, 1)
       const blocked = await runMaintenance({ pool: db.pool, schema: db.schema })
-      expect(blocked).toEqual({ rescued: 0, expiredKeys: 0, expiredClaims: 0, staleIdleWorkers: 0, promoted: 0, ran: false })
+      expect(blocked).toEqual({ rescued: 0, expiredKeys: 0, expiredClaims: 0, promoted: 0, ran: false })
       expect((await storedJob(db, job.id)).state).toBe('active')
       await holder.query(sqlFor('release-maintenance-lock', db.schema), [db.schema])
       expect(await runMaintenance({ pool: db.pool, schema: db.schema })).toMatchObject({ rescued: 1, ran: true })
@@ -105,27 +95,41 @@ describe('runMaintenance', () => {
     }
   })
 
-  it('promotes a dependent stranded by two parents completing in concurrent transactions', async () => {
+  it('two parents completing in concurrent transactions: the second waits for the first on the dependent, then promotes it', async () => {
     const [p1, p2] = await queue.addBulk([{ name: 'p', data: {} }, { name: 'p', data: {} }])
     const child = await queue.add('c', {}, { dependsOn: [p1!.id, p2!.id] })
     const { rows: claimed } = await db.pool.query<{ id: string; lock_token: string }>(
-      sqlFor('claim-due-jobs', db.schema), ['maint', 100, 60_000, 'test', null, null])
+      sqlFor('claim-jobs', db.schema), ['maint', 100, 100, 60_000, 'test', -2147483648, -1e14, '0'])
     const token = (id: string) => claimed.find((r) => r.id === id)!.lock_token
-    // Each completion runs in its own open transaction: neither sees the other's parent completed.
     const a = new pg.Client({ connectionString: db.url })
     const b = new pg.Client({ connectionString: db.url })
     await Promise.all([a.connect(), b.connect()])
     try {
       await a.query('begin')
       await b.query('begin')
-      const ra = await a.query(sqlFor('complete-jobs', db.schema), [[p1!.id], [token(p1!.id)], [null], 'active'])
-      const rb = await b.query(sqlFor('complete-jobs', db.schema), [[p2!.id], [token(p2!.id)], [null], 'active'])
-      expect(ra.rows[0].children_waiting).toBe(1)
-      expect(rb.rows[0].children_waiting).toBe(1)
+      await a.query(sqlFor('step-jobs', db.schema), [[p1!.id], [token(p1!.id)], [null], [], [], 60_000])
+      // b's completion of the other parent waits on the dependent's row lock until a commits, then sees p1 completed.
+      const second = b.query(sqlFor('step-jobs', db.schema), [[p2!.id], [token(p2!.id)], [null], [], [], 60_000])
+      await new Promise((r) => setTimeout(r, 200))
+      expect((await storedJob(db, child.id)).state).toBe('waiting-children')
       await a.query('commit')
+      await second
       await b.query('commit')
     } finally {
       await Promise.all([a.end(), b.end()])
+    }
+    expect((await storedJob(db, child.id)).state).toBe('waiting')
+  })
+
+  it('promotes a dependent left in waiting-children although every parent completed (the safety net)', async () => {
+    const [p1] = await queue.addBulk([{ name: 'p', data: {} }])
+    const child = await queue.add('c', {}, { dependsOn: [p1!.id] })
+    // As if the promotion had been lost: the parent completed behind the trigger's back.
+    await db.pool.query(`alter table "${db.schema}".jobs disable trigger jobs_finished`)
+    try {
+      await db.pool.query(`update "${db.schema}".jobs set state = 'completed', finished_at = now() where id = $1`, [p1!.id])
+    } finally {
+      await db.pool.query(`alter table "${db.schema}".jobs enable trigger jobs_finished`)
     }
     expect((await storedJob(db, child.id)).state).toBe('waiting-children')
     const result = await runMaintenance({ pool: db.pool, schema: db.schema })

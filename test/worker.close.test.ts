@@ -34,10 +34,10 @@ describe('Worker.close()', () => {
       return 'done'
     }, { connectionString: db.url, schema: db.schema, concurrency: 1, batchSize: 4, maintenanceIntervalMs: 0, migrate: false })
     await waitFor(async () => (await storedJob(db, slow!.id)).state === 'active', 10_000, 'the first job to start')
-    // One more is claimed ahead (leased, attempt counted) but cannot start while the only slot is busy.
+    // One more is claimed ahead (leased, attempt not counted yet) but cannot start while the only slot is busy.
     const ahead = await waitFor(async () => {
       const { rows } = await db.pool.query<{ id: string }>(
-        `select id from "${db.schema}".jobs where id = any($1) and state = 'active' and attempts = 1`, [rest.map((j) => j.id)])
+        `select id from "${db.schema}".jobs where id = any($1) and state = 'claimed' and attempts = 0`, [rest.map((j) => j.id)])
       return rows.length === 1 ? rows[0]!.id : undefined
     }, 10_000, 'the next job to be claimed ahead')
     expect(await backendsOf(worker)).toBe(1)
@@ -77,7 +77,7 @@ describe('Worker.close()', () => {
     await worker.close()
     expect(Date.now() - t0).toBeGreaterThanOrEqual(300)
     expect(sawAbort).toBe(true)
-    expect(await storedJob(db, job.id)).toMatchObject({ state: 'waiting', attempts: 0, lock_token: null })
+    expect(await storedJob(db, job.id)).toMatchObject({ state: 'waiting', attempts: 0, locked_until: null })
     await queue.close()
   })
 })

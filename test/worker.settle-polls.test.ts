@@ -1,9 +1,11 @@
-// Settle polls: an add that saw due work sends no NOTIFY; if its transaction commits after the worker drained the
-// queue and went to sleep, the worker's claims at growing intervals after the queue ran dry find the job long before
-// the poll. The series ends at the poll interval, so an idle worker does not keep polling.
+// Settle polls: an add NOTIFYs only when an idle worker holds one of the queue's idle slots (see _wake). One made before
+// the worker took its slot sends no NOTIFY; if its transaction commits after the worker drained the queue and went to
+// sleep, the worker's claims at growing intervals after the queue ran dry find the job long before the poll. The
+// series ends at the poll interval, so an idle worker does not keep polling.
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { Queue, Worker } from '../src/index.js'
+import { recordingPool } from './fixtures/recording-pool.js'
 import { waitFor } from './fixtures/worker-helpers.js'
 import { type TestSchema, freshSchema } from './support/schema.js'
 
@@ -18,20 +20,17 @@ afterAll(async () => {
 
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
-/** Id of the latest sign-up for `queue`: every empty claim of a worker makes one, and identity ids only grow (they are
- * shared by all queues: compare two readings while only this queue's worker runs). */
-async function signUpsMade(queue: string): Promise<number> {
-  const { rows } = await db.pool.query<{ n: string | null }>(
-    `select max(id)::text as n from "${db.schema}".idle_workers where queue = $1`, [queue])
-  return Number(rows[0]?.n ?? 0)
-}
-
-function workerOn(queue: string, started: Map<string, number>): Worker {
+/** A worker whose claim statements are counted (`claims()`). */
+function workerOn(queue: string, started: Map<string, number>) {
+  let claims = 0
+  const pool = recordingPool(db, 4, (text) => {
+    if (text.startsWith('-- Claims up to')) claims++
+  })
   const worker = new Worker(queue, async (job) => {
     started.set(job.name, Date.now())
-  }, { connectionString: db.url, schema: db.schema, pollIntervalMs: 60_000, maintenanceIntervalMs: 0, migrate: false, autorun: false })
+  }, { pool, schema: db.schema, pollIntervalMs: 60_000, maintenanceIntervalMs: 0, migrate: false, autorun: false })
   worker.on('error', () => {})
-  return worker
+  return { worker, claims: () => claims, close: async () => { await worker.close(); await pool.end() } }
 }
 
 describe('settle polls after the queue runs dry', () => {
@@ -39,18 +38,18 @@ describe('settle polls after the queue runs dry', () => {
     const queue = new Queue('settle-late', { connectionString: db.url, schema: db.schema, migrate: false })
     const started = new Map<string, number>()
     const client = await db.pool.connect()
-    const worker = workerOn('settle-late', started)
+    const { worker, claims, close } = workerOn('settle-late', started)
     try {
       await queue.add('first', {})
       await client.query('begin')
-      // 'first' is due and waiting: this add wakes no one.
+      // No worker holds an idle slot yet: this add wakes no one.
       const late = await queue.add('late', {}, { tx: client })
       expect(late.state).toBe('waiting')
 
       await worker.run()
       await waitFor(() => started.has('first'), 5_000, "'first' to run")
-      // The worker claimed again (the late job is not committed yet), found nothing and went to sleep.
-      await waitFor(async () => (await signUpsMade('settle-late')) > 0, 5_000, 'the worker to sign up as idle')
+      // The worker claimed again (the late job is not committed yet), took its slot, claimed once more and slept.
+      await waitFor(() => claims() >= 3, 5_000, 'the worker to find the queue dry')
       await pause(150)
       expect(started.has('late')).toBe(false)
 
@@ -61,7 +60,7 @@ describe('settle polls after the queue runs dry', () => {
     } finally {
       await client.query('rollback').catch(() => {})
       client.release()
-      await worker.close()
+      await close()
       await queue.close()
     }
   })
@@ -69,23 +68,23 @@ describe('settle polls after the queue runs dry', () => {
   it('double from 25 ms: eight claims in the first 3.2 s of idleness, then none for the next 3.2 s', async () => {
     const queue = new Queue('settle-idle', { connectionString: db.url, schema: db.schema, migrate: false })
     const started = new Map<string, number>()
-    const worker = workerOn('settle-idle', started)
+    const { worker, claims, close } = workerOn('settle-idle', started)
     try {
       await worker.run()
       await queue.add('only', {})
       await waitFor(() => started.has('only'), 5_000, 'the job to run')
       const ranAt = Date.now()
-      const atRun = await signUpsMade('settle-idle')
+      const atRun = claims()
       // Empty claims after the job: the one that found the queue dry, then settle polls 25, 50, …, 1,600 ms apart
       // (at 25, 75, 175, 375, 775, 1,575 and 3,175 ms); the next one would come 3,200 ms later (6,375 ms).
       await pause(Math.max(0, ranAt + 3_800 - Date.now()))
-      const afterSeries = await signUpsMade('settle-idle')
+      const afterSeries = claims()
       expect(afterSeries - atRun).toBeGreaterThanOrEqual(6)
       expect(afterSeries - atRun).toBeLessThanOrEqual(10)
       await pause(Math.max(0, ranAt + 5_800 - Date.now()))
-      expect(await signUpsMade('settle-idle')).toBe(afterSeries)
+      expect(claims()).toBe(afterSeries)
     } finally {
-      await worker.close()
+      await close()
       await queue.close()
     }
   }, 15_000)

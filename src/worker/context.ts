@@ -1,38 +1,45 @@
-// The per-job state a worker keeps (token, phase, lease) and the `ctx` its handler gets: signal, transaction, runOnce, effect.
+// The per-job state a worker keeps (token, phase, lease) and the `ctx` its handler gets: signal, transaction, effect, runOnce, progress.
 
 import type pg from 'pg'
+import { inTransaction, isConnectionError } from '../db/checkout.js'
 import type { Effects, RunOnceOptions } from '../effects.js'
-import { LeaseLostError } from '../errors.js'
+import { JobCancelledError, LeaseLostError } from '../errors.js'
 import type { Job } from '../job.js'
 import type { Logger } from '../logger.js'
+import { serializeData } from '../validate.js'
 import type { ClaimedRow, JobStore } from './job-store.js'
 import { RetryLaterError } from './retry-later.js'
 
 /** What a handler gets besides its job. */
 export interface JobContext {
-  /** Aborts (reason: `LeaseLostError`) when a heartbeat finds the lease taken over, or when `close()` stops waiting for the handler. */
+  /**
+   * Aborts when the lease is lost (reason: `LeaseLostError`), when `queue.cancelJob` cancels the job
+   * (`JobCancelledError`), or when `close()` stops waiting for the handler.
+   */
   readonly signal: AbortSignal
   /**
-   * Runs `fn` in a transaction on a connection of the worker's pool and completes
-   * this job in the same transaction: your writes and the completion commit
-   * together or not at all. The job's stored result is `fn`'s return value. Throws
-   * `LeaseLostError` (and rolls back your writes) if the lease was taken over. Call it
-   * at most once per job; the job is completed when it returns.
+   * Runs `fn` in a transaction on a connection of the worker's pool and completes this job in the same transaction:
+   * your writes and the completion commit together or not at all. The job's stored result is `fn`'s return value.
+   * Throws `LeaseLostError` (and rolls back your writes) if the lease was taken over, `JobCancelledError` if the job was
+   * cancelled meanwhile. At most once per job, and no `ctx.effect` after it: the job is completed when it returns.
    */
   transaction<T>(fn: (tx: pg.PoolClient) => Promise<T>): Promise<T>
   /**
-   * `Effects.runOnce` on the worker's pool: runs `work` unless the key is done or
-   * claimed. When another holder is running it (`duplicate-running`), this job is
-   * rescheduled (`retryLaterMs`, the attempt not counted) instead of succeeding:
-   * it throws `RetryLaterError`, and the job is rescheduled even if you catch it.
-   */
-  runOnce(key: string, work: () => unknown, opts?: RunOnceOptions): Promise<'ran' | 'duplicate-done'>
-  /**
-   * Records effect `key` in `processed_effects` and, the first time only, runs `fn`,
-   * all inside `ctx.transaction`: the ledger row, `fn`'s writes and this job's
-   * completion commit together. `'duplicate-done'`: recorded before, `fn` skipped.
+   * Records effect `key` in `processed_effects` and, the first time only, runs `fn`, in one transaction of its own:
+   * the ledger row and `fn`'s writes commit together. `'duplicate-done'`: recorded before (by an earlier run of this
+   * job or anyone else), `fn` skipped. Call it as often as the job has effects (charge, then receipt), each with its
+   * own key; the job completes after the handler returns. A run that dies after an effect committed runs again, and
+   * that effect is skipped.
    */
   effect(key: string, fn: (tx: pg.PoolClient) => Promise<unknown>): Promise<'ran' | 'duplicate-done'>
+  /**
+   * `Effects.runOnce` on the worker's pool: runs `work` unless the key is done or claimed. When another holder is
+   * running it (`duplicate-running`), this job is rescheduled (`retryLaterMs`, the attempt not counted) instead of
+   * succeeding: it throws `RetryLaterError`, and the job is rescheduled even if you catch it.
+   */
+  runOnce(key: string, work: () => unknown, opts?: RunOnceOptions): Promise<'ran' | 'duplicate-done'>
+  /** Stores `value` (a number or small JSON) as `job.progress`; throws `LeaseLostError` if the lease was lost. */
+  updateProgress(value: unknown): Promise<void>
 }
 
 /** What a job's context needs from its worker. */
@@ -43,6 +50,9 @@ export interface ContextServices {
   retryLaterMs: number
   logger: Logger
 }
+
+/** Largest `ctx.updateProgress` value, in bytes of JSON. */
+const MAX_PROGRESS_BYTES = 65_536
 
 /** The result as JSON text for the jobs table; null for undefined or anything jsonb cannot hold. */
 export function resultJson(value: unknown, logger: Logger, jobId: string): string | null {
@@ -59,22 +69,27 @@ export function resultJson(value: unknown, logger: Logger, jobId: string): strin
 }
 
 export class HeldJob<Data> implements JobContext {
-  /** buffered: claimed, not started; running: handler running; settling: handler done, outcome being written. */
-  phase: 'buffered' | 'running' | 'settling' = 'buffered'
-  /** A heartbeat found the lease taken over: nothing this worker writes about the job will apply. */
+  /**
+   * buffered: claimed ahead, not started; starting: in a start statement; running: handler running; settling: handler
+   * done, outcome being written.
+   */
+  phase: 'buffered' | 'starting' | 'running' | 'settling' = 'buffered'
+  /** A heartbeat (or a refused write) found the lease taken over: nothing this worker writes about the job will apply. */
   lost = false
   /** Set once `ctx.transaction` is committing or has committed the completion. */
-  completion: { state: 'committing' | 'committed'; result: unknown } | null = null
+  completion: { state: 'committing' | 'committed'; result: unknown; ended: 'completed' | 'cancelled' } | null = null
   /** Set when the job must run again later without counting the attempt (ms). */
   retryLaterMs: number | null = null
   /** Set when `close()` gave up waiting and aborted the handler. */
   abandoned = false
+  /** Set when a heartbeat learned that `queue.cancelJob` asked this job to stop. */
+  cancelRequested = false
   private controller: AbortController | undefined
   private abortReason: Error | undefined
 
   constructor(
     readonly row: ClaimedRow,
-    readonly job: Job<Data>,
+    public job: Job<Data>,
     private readonly services: ContextServices,
   ) {}
 
@@ -105,50 +120,76 @@ export class HeldJob<Data> implements JobContext {
   // The ctx methods are getters returning arrow functions, so that `const { transaction } = ctx` works;
   // nothing is allocated for a handler that does not use them.
   get transaction(): JobContext['transaction'] {
-    return (fn) => this.inTransaction(fn)
+    return (fn) => this.completeInTransaction(fn)
+  }
+
+  get effect(): JobContext['effect'] {
+    return (key, fn) => this.runEffect(key, fn)
   }
 
   get runOnce(): JobContext['runOnce'] {
     return (key, work, opts) => this.runOnceOrRetryLater(key, work, opts)
   }
 
-  get effect(): JobContext['effect'] {
-    return (key, fn) => this.inTransaction(async (tx) => {
-      if (!(await this.services.effects.record(tx, key))) return 'duplicate-done' as const
+  get updateProgress(): JobContext['updateProgress'] {
+    return (value) => this.storeProgress(value)
+  }
+
+  /** Throws at the call, before anything is written, when the job can no longer take writes of this run. */
+  private checkUsable(what: string): void {
+    if (this.completion !== null) {
+      throw new Error(`pgonce: ${what} after ctx.transaction completed job ${this.id}; put every write of the job before it, or inside it`)
+    }
+    if (this.lost) throw new LeaseLostError(this.id)
+  }
+
+  private async completeInTransaction<T>(fn: (tx: pg.PoolClient) => Promise<T>): Promise<T> {
+    this.checkUsable('ctx.transaction')
+    const { pool, store, logger } = this.services
+    const pending = { state: 'committing' as const, result: undefined as unknown, ended: 'completed' as 'completed' | 'cancelled' }
+    try {
+      return await inTransaction(pool, logger, async (tx) => {
+        const value = await fn(tx)
+        const ended = (await store.step([{ id: this.id, token: this.token, resultJson: resultJson(value, logger, this.id) }], [], tx)).get(this.token)?.state
+        if (ended === undefined) throw new LeaseLostError(this.id)
+        if (ended === 'cancelled') throw new JobCancelledError(this.id)
+        pending.result = value
+        this.completion = pending
+        return value
+      }).then((value) => {
+        this.completion = { ...pending, state: 'committed' }
+        return value
+      })
+    } catch (err) {
+      if (this.completion?.state === 'committing') {
+        // The COMMIT was sent, but its answer was lost with the connection: ask the database whether it committed.
+        if (isConnectionError(err) && (await this.committedMeanwhile())) {
+          this.completion = { ...pending, state: 'committed' }
+          return pending.result as T
+        }
+        this.completion = null
+      }
+      throw err
+    }
+  }
+
+  private async committedMeanwhile(): Promise<boolean> {
+    try {
+      return (await this.services.store.recorded([this.id], [this.token])).has(this.token)
+    } catch {
+      return false
+    }
+  }
+
+  private async runEffect(key: string, fn: (tx: pg.PoolClient) => Promise<unknown>): Promise<'ran' | 'duplicate-done'> {
+    this.checkUsable('ctx.effect')
+    if (typeof fn !== 'function') throw new TypeError('pgonce: ctx.effect(key, fn): fn must be a function')
+    const { pool, effects, logger } = this.services
+    return inTransaction(pool, logger, async (tx) => {
+      if (!(await effects.record(tx, key))) return 'duplicate-done' as const
       await fn(tx)
       return 'ran' as const
     })
-  }
-
-  private async inTransaction<T>(fn: (tx: pg.PoolClient) => Promise<T>): Promise<T> {
-    if (this.completion !== null) throw new Error(`pgonce: job ${this.id} was already completed by ctx.transaction; call it once per job`)
-    if (this.lost) throw new LeaseLostError(this.id)
-    const { pool, store, logger } = this.services
-    const client = await pool.connect()
-    let broken: Error | undefined
-    try {
-      await client.query('begin')
-      try {
-        const value = await fn(client)
-        const outcome = await store.complete([{ id: this.id, token: this.token, resultJson: resultJson(value, logger, this.id) }], client)
-        if (!outcome.completed.has(this.token)) throw new LeaseLostError(this.id)
-        this.completion = { state: 'committing', result: value }
-        await client.query('commit')
-        this.completion.state = 'committed'
-        if (outcome.childrenWaiting) {
-          await store.promoteDependents([this.id], 10_000).catch((err) => logger.warn({ err }, 'pgonce: promoting dependents failed'))
-        }
-        return value
-      } catch (err) {
-        if (this.completion?.state === 'committing') this.completion = null
-        await client.query('rollback').catch((e: Error) => {
-          broken = e
-        })
-        throw err
-      }
-    } finally {
-      client.release(broken)
-    }
   }
 
   private async runOnceOrRetryLater(key: string, work: () => unknown, opts?: RunOnceOptions): Promise<'ran' | 'duplicate-done'> {
@@ -156,5 +197,14 @@ export class HeldJob<Data> implements JobContext {
     if (outcome !== 'duplicate-running') return outcome
     this.retryLaterMs = this.services.retryLaterMs
     throw new RetryLaterError(this.services.retryLaterMs, `pgonce: '${key}' is running elsewhere; job ${this.id} retries later`)
+  }
+
+  private async storeProgress(value: unknown): Promise<void> {
+    const json = serializeData(value, 'progress', MAX_PROGRESS_BYTES)
+    this.checkUsable('ctx.updateProgress')
+    if (!(await this.services.store.progress(this.id, this.token, json))) {
+      this.lost = true
+      throw new LeaseLostError(this.id)
+    }
   }
 }

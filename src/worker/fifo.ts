@@ -23,6 +23,12 @@ export class Fifo<T> {
     return item
   }
 
+  /** Puts an item back at the front. */
+  unshift(item: T): void {
+    if (this.head > 0) this.items[--this.head] = item
+    else this.items.unshift(item)
+  }
+
   /** Empties the buffer, returning what it held in order. */
   drain(): T[] {
     const rest = this.items.slice(this.head) as T[]

@@ -1,7 +1,7 @@
-// The worker's statements against the jobs table: claim, complete, fail, heartbeat, release, next due time.
+// The worker's statements against the jobs table: claim, start, complete, fail, release, heartbeat, progress, next due time.
 
 import type pg from 'pg'
-import type { Backoff, JobRow } from '../job.js'
+import type { Backoff, JobRow, JobState } from '../job.js'
 import { prepared } from '../db/prepared.js'
 
 /** A job as the claim returns it: what the handler sees, plus the lock token that fences every later change. */
@@ -11,6 +11,8 @@ export interface ClaimedRow {
   name: string
   job_id: string | null
   data: unknown
+  /** 'active': the claim started it (attempt counted); 'claimed': held ahead, to be started with `start()`. */
+  state: 'active' | 'claimed'
   priority: number
   attempts: number
   max_attempts: number
@@ -19,9 +21,21 @@ export interface ClaimedRow {
   lock_token: string
   last_error: string | null
   error_stack: string | null
+  progress: unknown
+  trace_context: string | null
   run_at_ms: number
   created_at_ms: number
 }
+
+/** Where a claim starts in the fetch order (priority, run_at, id). */
+export interface ClaimCursor {
+  priority: number
+  runAtMs: number
+  id: string
+}
+
+/** The start of the fetch order: every job of the queue sorts after it. */
+export const HEAD: ClaimCursor = { priority: -2_147_483_648, runAtMs: -1e14, id: '0' }
 
 /** One finished handler's completion. */
 export interface Completion {
@@ -31,22 +45,14 @@ export interface Completion {
   resultJson: string | null
 }
 
-export interface CompletionOutcome {
-  /** Lock tokens of the runs whose completion was recorded; the others' leases had been lost. */
-  completed: Set<string>
-  /** Ids of the jobs completed. */
-  ids: string[]
-  /** Some dependents of these jobs still wait on a parent that looked unfinished: promote them again after commit. */
-  childrenWaiting: boolean
-}
-
 /** The stored shape of a claimed row, with the columns the claim does not read filled in. */
-export function claimedToJobRow(r: ClaimedRow): JobRow {
+export function claimedToJobRow(r: ClaimedRow, state: JobState = r.state): JobRow {
   return {
-    id: r.id, queue: r.queue, name: r.name, job_id: r.job_id, data: r.data, state: 'active',
+    id: r.id, queue: r.queue, name: r.name, job_id: r.job_id, data: r.data, state,
     priority: r.priority, run_at: new Date(r.run_at_ms), attempts: r.attempts, max_attempts: r.max_attempts,
     backoff: r.backoff, dedup_key: r.dedup_key, lock_token: r.lock_token, locked_until: null,
     last_error: r.last_error, error_stack: r.error_stack, created_at: new Date(r.created_at_ms), finished_at: null,
+    started_at: null, result: null, progress: r.progress, cancel_requested_at: null,
   }
 }
 
@@ -57,9 +63,8 @@ export interface PgRunner {
 
 export class JobStore {
   /**
-   * Multi-row changes of this worker's active jobs (completion batches, heartbeats,
-   * releases) run one at a time: two of them locking the same rows in different
-   * orders could deadlock. Single-row changes need no turn.
+   * Multi-row changes of this worker's jobs (steps, heartbeats, releases) run one at a time: two of them locking the
+   * same rows in different orders could deadlock. Single-row changes need no turn.
    */
   private turn: Promise<unknown> = Promise.resolve()
 
@@ -69,35 +74,13 @@ export class JobStore {
     private readonly queue: string,
     private readonly workerId: string,
     private readonly leaseMs: number,
+    /** Named prepared statements; false behind a transaction-mode pooler (PgBouncer), which cannot keep them. */
+    private readonly named: boolean,
   ) {}
 
-  /**
-   * Claims up to `limit` due jobs in one statement (FOR UPDATE SKIP LOCKED), in priority order.
-   * When none is due and `signUp` is given, the worker signs up for hand-offs in the same statement.
-   */
-  async claim(limit: number, signUp: { aliveKey: string; ttlMs: number } | null): Promise<ClaimedRow[]> {
-    const { rows } = await this.pool.query<ClaimedRow>({
-      ...prepared('claim-due-jobs', this.schema),
-      values: [this.queue, limit, this.leaseMs, this.workerId, signUp?.aliveKey ?? null, signUp?.ttlMs ?? null],
-    })
-    return rows
-  }
-
-  /** Jobs handed to this worker that it does not hold (tokens `held`): a NOTIFY lost with a LISTEN connection, or too large to carry the job. */
-  async unheldHandoffs(held: string[]): Promise<ClaimedRow[]> {
-    const { rows } = await this.pool.query<ClaimedRow>({ ...prepared('get-unheld-handoffs', this.schema), values: [this.workerId, held] })
-    return rows
-  }
-
-  /** Withdraws this worker's idle sign-ups: no more hand-offs. */
-  async withdraw(): Promise<void> {
-    await this.pool.query({ ...prepared('withdraw-idle-worker', this.schema), values: [this.workerId] })
-  }
-
-  /** Returns jobs handed to this worker that it does not hold (tokens `held`) to the queue; how many. */
-  async releaseUnheld(held: string[]): Promise<number> {
-    const { rows } = await this.pool.query<{ count: number }>({ ...prepared('release-unheld-handoffs', this.schema), values: [this.workerId, held] })
-    return rows[0]?.count ?? 0
+  private run<R extends pg.QueryResultRow>(name: string, values: unknown[], runner: PgRunner = this.pool): Promise<pg.QueryResult<R>> {
+    const q = prepared(name, this.schema)
+    return runner.query<R>(this.named ? { name: q.name, text: q.text, values } : { text: q.text, values })
   }
 
   /** Runs `fn` after the previous multi-row change has finished. */
@@ -107,67 +90,77 @@ export class JobStore {
     return next
   }
 
-  /** Completes many jobs in one statement; `runner` lets `ctx.transaction` complete its one job inside the caller's transaction. */
-  async complete(items: readonly Completion[], runner?: PgRunner): Promise<CompletionOutcome> {
-    const ids: string[] = []
-    const tokens: string[] = []
-    const results: (string | null)[] = []
-    for (const c of items) {
-      ids.push(c.id)
-      tokens.push(c.token)
-      results.push(c.resultJson)
-    }
-    const query = { ...prepared('complete-jobs', this.schema), values: [ids, tokens, results, 'active'] }
-    type Row = { id: string; token: string; children_waiting: number }
-    const { rows } = runner === undefined
-      ? await this.inTurn(() => this.pool.query<Row>(query))
-      : await runner.query<Row>(query)
-    const outcome: CompletionOutcome = { completed: new Set(), ids: [], childrenWaiting: false }
-    for (const r of rows) {
-      outcome.completed.add(r.token)
-      outcome.ids.push(r.id)
-      if (r.children_waiting > 0) outcome.childrenWaiting = true
-    }
-    return outcome
+  /**
+   * Claims up to `limit` due jobs after `from` in the fetch order (FOR UPDATE SKIP LOCKED); the first `startNow`
+   * come back active, the rest claimed.
+   */
+  async claim(limit: number, startNow: number, from: ClaimCursor): Promise<ClaimedRow[]> {
+    const { rows } = await this.run<ClaimedRow>('claim-jobs',
+      [this.queue, limit, startNow, this.leaseMs, this.workerId, from.priority, from.runAtMs, from.id])
+    return rows
   }
 
-  /** Promotes dependents of `parentIds` whose dependencies have all completed (run after the completion committed). */
-  async promoteDependents(parentIds: string[] | null, limit: number): Promise<number> {
-    const { rows } = await this.pool.query<{ count: number }>({
-      ...prepared('promote-dependents', this.schema), values: [parentIds, limit],
-    })
-    return rows[0]?.count ?? 0
+  /** Takes up to `limit` jobs other workers claimed ahead and have not started, and starts them (all come back active). */
+  async steal(limit: number): Promise<ClaimedRow[]> {
+    const { rows } = await this.run<ClaimedRow>('steal-claimed-jobs', [this.queue, limit, this.leaseMs, this.workerId])
+    return rows
   }
 
-  /** Records a failed attempt: retried after `delayMs`, or failed for good; null if the lease was lost. */
+  /**
+   * One step: completes `done` and starts the claimed jobs `start`. For each token changed: its new state (completed,
+   * cancelled, or active for a start) and run count. `runner` lets `ctx.transaction` complete its job inside the
+   * caller's transaction. A token missing from the answer: lease lost (a completion), or the job is gone or taken over
+   * (a start: it must not run).
+   */
+  async step(done: readonly Completion[], start: readonly { id: string; token: string }[], runner?: PgRunner): Promise<Map<string, { state: JobState; attempts: number }>> {
+    const values = [done.map((c) => c.id), done.map((c) => c.token), done.map((c) => c.resultJson),
+      start.map((s) => s.id), start.map((s) => s.token), this.leaseMs]
+    type Row = { token: string; state: JobState; attempts: number }
+    // A step of starts only needs no turn: a job is in no other statement while its start is in flight (heartbeats
+    // skip it, and it completes only after it started).
+    const { rows } = runner !== undefined ? await this.run<Row>('step-jobs', values, runner)
+      : done.length === 0 ? await this.run<Row>('step-jobs', values)
+        : await this.inTurn(() => this.run<Row>('step-jobs', values))
+    return new Map(rows.map((r) => [r.token, { state: r.state, attempts: r.attempts }]))
+  }
+
+  /**
+   * Of these runs, the ones whose outcome is recorded (the job's row still carries their token and no longer holds a
+   * lease): after a statement whose reply was lost, it tells whether the statement committed.
+   */
+  async recorded(ids: string[], tokens: string[]): Promise<Map<string, JobState>> {
+    const { rows } = await this.run<{ token: string; state: JobState }>('outcome-recorded', [ids, tokens])
+    return new Map(rows.map((r) => [r.token, r.state]))
+  }
+
+  /** Records a failed attempt: retried after `delayMs`, failed for good, or cancelled; null if the lease was lost. */
   async fail(id: string, token: string, message: string, stack: string | null, delayMs: number): Promise<JobRow | null> {
-    const { rows } = await this.pool.query<JobRow>({
-      ...prepared('fail-job', this.schema), values: [id, token, message, stack, delayMs, 'active'],
-    })
+    const { rows } = await this.run<JobRow>('fail-job', [id, token, message, stack, delayMs])
     return rows[0] ?? null
   }
 
-  /** Extends the leases of jobs still held with these tokens; returns the tokens still valid. */
-  async heartbeat(ids: string[], tokens: string[]): Promise<Set<string>> {
-    const { rows } = await this.inTurn(() => this.pool.query<{ token: string }>({
-      ...prepared('heartbeat', this.schema), values: [ids, tokens, this.leaseMs, 'active'],
-    }))
-    return new Set(rows.map((r) => r.token))
+  /** Extends the leases of jobs still held with these tokens; for each token still valid, whether cancellation was requested. */
+  async heartbeat(ids: string[], tokens: string[]): Promise<Map<string, boolean>> {
+    const { rows } = await this.inTurn(() => this.run<{ token: string; cancel_requested: boolean }>('heartbeat',
+      [ids, tokens, this.leaseMs]))
+    return new Map(rows.map((r) => [r.token, r.cancel_requested]))
   }
 
-  /** Puts held jobs back without counting the attempt, due as before (`delayMs` 0) or later; returns how many. */
+  /** Gives held jobs back without counting their run, due as before (`delayMs` 0) or later; returns how many. */
   async release(ids: string[], tokens: string[], delayMs: number): Promise<number> {
-    const { rows } = await this.inTurn(() => this.pool.query<{ count: number }>({
-      ...prepared('release-jobs', this.schema), values: [ids, tokens, delayMs, 'active'],
-    }))
+    const { rows } = await this.inTurn(() => this.run<{ count: number }>('release-jobs', [ids, tokens, delayMs]))
     return rows[0]?.count ?? 0
   }
 
-  /** Milliseconds until this queue's next pending job is due (database clock), or null if none is pending. */
+  /** Stores a running job's progress; false if the lease was lost. */
+  async progress(id: string, token: string, json: string): Promise<boolean> {
+    const { rows } = await this.run('update-progress', [id, token, json])
+    return rows.length > 0
+  }
+
+  /** Milliseconds until this queue's next delayed job is due (database clock), or null if none is delayed. */
   async nextDueInMs(): Promise<number | null> {
-    const { rows } = await this.pool.query<{ wait_ms: number | null }>({
-      ...prepared('next-run-at', this.schema), values: [this.queue],
-    })
+    const { rows } = await this.run<{ wait_ms: number | null }>('next-run-at', [this.queue])
     return rows[0]?.wait_ms ?? null
   }
 }

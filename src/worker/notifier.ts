@@ -1,44 +1,53 @@
-// One dedicated LISTEN connection per worker: wake-ups by NOTIFY, reconnected with backoff when it dies.
+// One dedicated LISTEN connection per worker: wake-ups by NOTIFY, the idle slot that asks adds to send them, reconnection with backoff.
 
 import pg from 'pg'
+import { sqlFor } from '../db/sql-files.js'
 import type { Logger } from '../logger.js'
 
 export interface NotifierEvents {
-  /** A NOTIFY arrived on the channel; `payload` is the queue name. */
+  /** A NOTIFY arrived on the channel. */
   onNotify(payload: string): void
-  /** The connection was replaced after it died: notifications may have been missed, so poll once. */
+  /** The connection was replaced after it died: notifications may have been missed, so claim once. */
   onReconnect(): void
+  /** The connection failed or dropped (reported once per outage). */
+  onError(err: Error): void
 }
 
 const FIRST_RETRY_MS = 50
 const MAX_RETRY_MS = 5_000
 
+/**
+ * The LISTEN connection. Besides LISTEN it holds, while the worker sleeps, one of the queue's four idle slots (a session
+ * advisory lock): an add NOTIFYs only while some slot is held, so a sleeping worker must hold one to be woken. Dropping
+ * the connection drops the slot with it; after a reconnect the worker advertises again when it next sleeps.
+ */
 export class Notifier {
   private client: pg.Client | null = null
-  /** Whether the live connection holds the session advisory lock `aliveKey`. */
-  private holdsAliveKey = false
   private retryMs = FIRST_RETRY_MS
   private timer: NodeJS.Timeout | undefined
   private stopped = false
   private connecting: Promise<boolean> | undefined
+  /** The idle slot held, or a request for one in flight. */
+  private slot: Promise<number | null> | null = null
+  private failing = false
 
   constructor(
     private readonly config: pg.ClientConfig,
     private readonly channel: string,
+    private readonly schema: string,
+    private readonly queue: string,
     private readonly events: NotifierEvents,
     private readonly logger: Logger,
-    /** A session advisory lock the connection holds while it lives: others test it to know this listener is alive. */
-    private readonly aliveKey: string,
   ) {}
-
-  /** The advisory-lock key held by the live LISTEN connection, null while it is down (or the key was taken). */
-  get heldAliveKey(): string | null {
-    return this.client !== null && this.holdsAliveKey ? this.aliveKey : null
-  }
 
   /** The backend pid of the live LISTEN connection, if any (for inspection and tests). */
   get pid(): number | null {
     return (this.client as unknown as { processID?: number } | null)?.processID ?? null
+  }
+
+  /** True while the connection is up: a sleeping worker can count on NOTIFY. */
+  get listening(): boolean {
+    return this.client !== null
   }
 
   /** Connects and LISTENs; on failure keeps retrying in the background (the worker polls meanwhile). */
@@ -55,9 +64,39 @@ export class Notifier {
     await client?.end().catch(() => {})
   }
 
+  /**
+   * Takes an idle slot unless one is held: adds to the queue NOTIFY from now on. True when this call took it (an add
+   * committed just before sent no NOTIFY: the caller claims once more); false when one was held already, or none
+   * could be taken (all four held by other workers, whose NOTIFYs reach this one too; or no connection).
+   */
+  async advertise(): Promise<boolean> {
+    const client = this.client
+    if (client === null || this.slot !== null) return false
+    const taking = client.query<{ slot: number }>(sqlFor('take-idle-slot', this.schema), [this.queue])
+      .then((r) => r.rows[0]?.slot ?? null, () => null)
+    this.slot = taking
+    const slot = await taking
+    if (slot === null && this.slot === taking) this.slot = null
+    return slot !== null && this.slot === taking
+  }
+
+  /** Gives the idle slot back (the worker is busy: it claims again on its own). */
+  withdraw(): void {
+    const held = this.slot
+    const client = this.client
+    this.slot = null
+    if (held === null || client === null) return
+    void held.then((slot) => {
+      if (slot !== null && client === this.client) {
+        client.query(sqlFor('release-idle-slot', this.schema), [this.queue, slot]).catch(() => {})
+      }
+    })
+  }
+
   private connect(): Promise<boolean> {
     this.connecting = (async () => {
       const client = new pg.Client(this.config)
+      // Every connection pgonce opens has an 'error' listener for its whole life: a terminated backend is reported, never thrown.
       client.on('error', (err) => this.lost(client, err))
       client.on('end', () => this.lost(client, undefined))
       client.on('notification', (msg) => {
@@ -66,14 +105,14 @@ export class Notifier {
       try {
         await client.connect()
         // The channel comes from an allow-listed schema name; quoted because it contains ':'.
-        // One round trip for both; the key is a bigint this process generated (BigInt#toString), safe to inline.
-        const results = await client.query(`listen "${this.channel}"; select pg_try_advisory_lock(${BigInt(this.aliveKey)}::bigint) as locked`)
-        const lock = (results as unknown as pg.QueryResult<{ locked: boolean }>[])[1]
-        this.holdsAliveKey = lock?.rows[0]?.locked === true
+        await client.query(`listen "${this.channel}"`)
       } catch (err) {
+        if (!this.failing) {
+          this.failing = true
+          this.events.onError(err as Error)
+        }
         this.logger.warn({ err }, 'pgonce: LISTEN connection failed; polling until it is back')
         client.removeAllListeners('end')
-        client.on('error', () => {})
         await client.end().catch(() => {})
         return false
       }
@@ -82,6 +121,8 @@ export class Notifier {
         return false
       }
       this.client = client
+      this.slot = null
+      this.failing = false
       this.retryMs = FIRST_RETRY_MS
       return true
     })()
@@ -91,6 +132,7 @@ export class Notifier {
   private lost(client: pg.Client, err: Error | undefined): void {
     if (client !== this.client || this.stopped) return
     this.client = null
+    this.slot = null
     this.logger.warn({ err }, 'pgonce: LISTEN connection lost; reconnecting')
     client.end().catch(() => {})
     this.scheduleReconnect()

@@ -3,7 +3,7 @@
 import type { ConnectionOptions } from '../db/connection.js'
 import { checkSchema } from '../db/identifiers.js'
 import { type Logger, checkLogger } from '../logger.js'
-import { MAX_DURATION_MS, checkBoolean, checkInteger, checkOptions } from '../validate.js'
+import { MAX_DURATION_MS, checkBoolean, checkInteger, checkOptions, checkText } from '../validate.js'
 
 export interface WorkerOptions extends ConnectionOptions {
   /** Schema holding pgonce's tables. (Default: `'pgonce'`) */
@@ -25,7 +25,7 @@ export interface WorkerOptions extends ConnectionOptions {
   pollIntervalMs?: number
   /** How long `close()` waits for running handlers before aborting their `ctx.signal`, in ms. (Default: 30000) */
   closeTimeoutMs?: number
-  /** How often this worker runs housekeeping (`runMaintenance`: rescue expired leases, sweep expired keys); 0 turns it off. (Default: 5000) */
+  /** How often this worker runs housekeeping (`runMaintenance`: rescue expired leases, sweep expired keys, retention); 0 turns it off. (Default: 5000) */
   maintenanceIntervalMs?: number
   /** Delay before a job runs again when `ctx.runOnce` finds its key running elsewhere, in ms; the attempt is not counted. (Default: 1000) */
   retryLaterMs?: number
@@ -35,7 +35,24 @@ export interface WorkerOptions extends ConnectionOptions {
   migrate?: boolean
   /** Size of the pool pgonce opens from `connectionString` (claims, completions, `ctx.transaction`). (Default: `min(concurrency, 20) + 3`) */
   poolSize?: number
-  /** A pino-compatible logger. (Default: silent) */
+  /**
+   * Use named prepared statements. Set false behind a transaction-mode pooler such as PgBouncer before 1.21, which
+   * cannot keep them between transactions. (Default: true)
+   */
+  preparedStatements?: boolean
+  /**
+   * Wake up by LISTEN/NOTIFY. false: poll only (every `pollIntervalMs`). (Default: true)
+   */
+  listen?: boolean
+  /**
+   * Where the LISTEN connection goes, when it must not go where the pool does: behind a transaction-mode PgBouncer,
+   * point it at PostgreSQL itself (LISTEN and the idle slot are session state). (Default: the pool's connection)
+   */
+  listenConnectionString?: string
+  /**
+   * A pino-compatible logger. (Default: silent, except that errors with no `'error'` listener on the worker go to
+   * stderr, at most one line per 10 s)
+   */
   logger?: Logger
 }
 
@@ -52,7 +69,12 @@ export interface ResolvedWorkerOptions {
   autorun: boolean
   migrate: boolean
   poolSize: number
+  preparedStatements: boolean
+  listen: boolean
+  listenConnectionString: string | null
   logger: Logger
+  /** True when the caller gave no logger. */
+  silent: boolean
 }
 
 /** Longest delay a Node timer accepts. */
@@ -60,7 +82,8 @@ const MAX_TIMER_MS = 2_147_483_647
 
 const OPTION_KEYS = [
   'connectionString', 'pool', 'schema', 'concurrency', 'batchSize', 'leaseMs', 'heartbeatMs', 'pollIntervalMs',
-  'closeTimeoutMs', 'maintenanceIntervalMs', 'retryLaterMs', 'autorun', 'migrate', 'poolSize', 'logger',
+  'closeTimeoutMs', 'maintenanceIntervalMs', 'retryLaterMs', 'autorun', 'migrate', 'poolSize', 'preparedStatements',
+  'listen', 'listenConnectionString', 'logger',
 ] as const
 
 /** Checks every option (unknown keys rejected) and fills in the defaults. */
@@ -85,7 +108,11 @@ export function resolveWorkerOptions(options: unknown): { resolved: ResolvedWork
     autorun: o.autorun === undefined ? true : checkBoolean(o.autorun, 'options.autorun'),
     migrate: o.migrate === undefined ? true : checkBoolean(o.migrate, 'options.migrate'),
     poolSize: int('poolSize', Math.min(concurrency, 20) + 3, 2, 1_000),
+    preparedStatements: o.preparedStatements === undefined ? true : checkBoolean(o.preparedStatements, 'options.preparedStatements'),
+    listen: o.listen === undefined ? true : checkBoolean(o.listen, 'options.listen'),
+    listenConnectionString: o.listenConnectionString === undefined ? null : checkText(o.listenConnectionString, 'options.listenConnectionString', 4096),
     logger: checkLogger(o.logger, 'options.logger'),
+    silent: o.logger === undefined,
   }
   return { resolved, connection: { connectionString: o.connectionString, pool: o.pool } }
 }

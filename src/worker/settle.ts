@@ -1,15 +1,15 @@
 // After its queue runs dry, a worker claims again a few times, at growing intervals, before it relies on NOTIFY and the poll alone.
 
 /**
- * An add decides from its snapshot whether to wake workers: one made while a due job was waiting sends no NOTIFY
- * (workers busy with that job claim again on their own). If its transaction commits only after a worker took the
- * last visible job and went to sleep, nothing announces it, and every later add sees the queue busy too. These
- * polls, at `firstMs`, then twice the previous interval until the poll interval is reached, find such jobs
- * (and whatever was added after them) within about twice the time the transaction stayed open.
+ * An add NOTIFYs only if an idle slot of its queue is held when it runs (see Notifier). One made before a worker took
+ * its slot, inside a transaction that commits only after that worker's last claim, is announced by nothing, and every
+ * later add sees the slot held and NOTIFYs too late for it. These polls, at `firstMs`, then twice the previous
+ * interval until the poll interval is reached, find such jobs (and whatever was added after them) within about twice
+ * the time the transaction stayed open. They start after every claim that found the queue dry, and at start-up.
  */
 export class SettlePolls {
-  /** Interval of the last settle poll; 0: busy (the next empty claim starts the series); null: not settling. */
-  private lastMs: number | null = null
+  /** Interval of the last settle poll; 0: busy or just started (the next empty claim starts the series); null: not settling. */
+  private lastMs: number | null = 0
   private timer: NodeJS.Timeout | undefined
 
   constructor(

@@ -1,10 +1,10 @@
-// Validates the arguments of add/addBulk (DESIGN.md §8) into the request that add_job()/add_jobs() take.
+// Validates the arguments of add/addBulk (docs/validation.md) into one request per job, before any I/O.
 
-import type { Backoff } from './job.js'
+import type { Backoff } from '../job.js'
 import {
   MAX_DURATION_MS, checkBoolean, checkInteger, checkJobIdRef, checkOptions, checkText, fail,
   isPlainObject, serializeData,
-} from './validate.js'
+} from '../validate.js'
 
 /** Enqueue-side deduplication by key (DESIGN.md §2.2). */
 export interface DeduplicationOptions {
@@ -38,7 +38,7 @@ const JOB_OPTION_KEYS = ['jobId', 'deduplication', 'delay', 'priority', 'attempt
 const DEDUP_KEYS = ['id', 'ttl', 'extend', 'replace'] as const
 const BACKOFF_KEYS = ['type', 'delay', 'jitter'] as const
 
-/** One validated add, in the shape add_job() and add_jobs() take. */
+/** One validated add. */
 export interface AddRequest {
   name: string
   dataJson: string
@@ -52,6 +52,8 @@ export interface AddRequest {
   attempts: number | null
   backoff: Backoff | null
   dependsOn: string[] | null
+  /** W3C traceparent of the add's span, stored with the job so that the worker's span continues the trace. */
+  traceContext: string | null
 }
 
 function checkBackoff(value: unknown, field: string): Backoff {
@@ -85,6 +87,7 @@ export function toAddRequest(name: unknown, data: unknown, options: unknown, fie
     attempts: opts.attempts === undefined ? null : checkInteger(opts.attempts, `${at}opts.attempts`, 1),
     backoff: opts.backoff === undefined ? null : checkBackoff(opts.backoff, `${at}opts.backoff`),
     dependsOn: null,
+    traceContext: null,
   }
   if (opts.deduplication !== undefined) {
     const f = `${at}opts.deduplication`
@@ -104,46 +107,7 @@ export function toAddRequest(name: unknown, data: unknown, options: unknown, fie
   return req
 }
 
-/** True when add_plain_jobs() can take the request: no jobId, key or dependency to decide on. */
+/** True when the add needs no decision: no jobId, key or dependency (sql/add-plain-jobs.sql takes a batch of them). */
 export function isPlain(r: AddRequest): boolean {
   return r.jobId === null && r.dedupId === null && r.dependsOn === null
-}
-
-/** True when sql/add-plain-job.sql can take a single add: plain and due now. */
-export function isPlainNow(r: AddRequest): boolean {
-  return isPlain(r) && !(r.delayMs !== null && r.delayMs > 0)
-}
-
-/** Positional parameters of sql/add-plain-job.sql. */
-export function addPlainJobParams(queue: string, r: AddRequest): unknown[] {
-  return [queue, r.name, r.dataJson, r.priority, r.attempts, r.backoff === null ? null : JSON.stringify(r.backoff)]
-}
-
-/** Positional parameters of sql/add-job.sql. */
-export function addJobParams(queue: string, r: AddRequest): unknown[] {
-  return [queue, r.name, r.dataJson, r.jobId, r.dedupId, r.dedupTtlMs, r.extend, r.replace,
-    r.delayMs, r.priority, r.attempts, r.backoff === null ? null : JSON.stringify(r.backoff), r.dependsOn]
-}
-
-/**
- * The JSON text of one add_jobs() item at position `at` (1-based) of the caller's list, or, without `at`,
- * of one add_plain_jobs() item. Built as text, with the data spliced in as already-serialised JSON:
- * a batch builds 1,000 of these.
- */
-export function bulkItemJson(r: AddRequest, at?: number): string {
-  let out = `{"name":${JSON.stringify(r.name)}`
-  if (at !== undefined) out += `,"at":${at}`
-  if (r.jobId !== null) out += `,"jobId":${JSON.stringify(r.jobId)}`
-  if (r.dedupId !== null) {
-    out += `,"dedupId":${JSON.stringify(r.dedupId)}`
-    if (r.dedupTtlMs !== null) out += `,"dedupTtlMs":${r.dedupTtlMs}`
-    if (r.extend) out += ',"extend":true'
-    if (r.replace) out += ',"replace":true'
-  }
-  if (r.delayMs !== null) out += `,"delayMs":${r.delayMs}`
-  if (r.priority !== null) out += `,"priority":${r.priority}`
-  if (r.attempts !== null) out += `,"attempts":${r.attempts}`
-  if (r.backoff !== null) out += `,"backoff":${JSON.stringify(r.backoff)}`
-  if (r.dependsOn !== null) out += `,"dependsOn":${JSON.stringify(r.dependsOn)}`
-  return `${out},"data":${r.dataJson}}`
 }

@@ -1,5 +1,5 @@
-// addBulk of plain items (no jobId, key or dependency) goes through add_plain_jobs(): one INSERT, one answer row;
-// the jobs it returns must be the jobs stored, and it must wake workers exactly as add_jobs() does.
+// addBulk of plain items (no jobId, key or dependency) goes through sql/add-plain-jobs.sql: the one INSERT of
+// _insert_jobs() and one answer row; the jobs it returns must be the jobs stored.
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { Queue, Worker } from '../src/index.js'
@@ -43,7 +43,7 @@ describe('addBulk of plain items', () => {
       ]
       const jobs = await queue.addBulk(items)
       expect(sent).toHaveLength(1)
-      expect(sent[0]).toContain('add_plain_jobs(')
+      expect(sent[0]).toContain('-- queue.addBulk of plain items')
 
       const stored = await storedRows('fast-stored')
       expect(jobs.map((j) => j.id)).toEqual(stored.map((r) => r.id))
@@ -88,47 +88,11 @@ describe('addBulk of plain items', () => {
       expect(sent).toHaveLength(3)
       for (const text of sent) {
         expect(text).toContain('add_jobs(')
-        expect(text).not.toContain('add_plain_jobs(')
+        expect(text).not.toContain('-- queue.addBulk of plain items')
       }
     } finally {
       await queue.close()
       await pool.end()
-    }
-  })
-
-  it('wakes workers as add_jobs() does: into an idle queue or with a delayed item, not into a queue with due work', async () => {
-    const queue = new Queue('fast-wake', { connectionString: db.url, schema: db.schema, migrate: false })
-    const other = new Queue('fast-wake-other', { connectionString: db.url, schema: db.schema, migrate: false })
-    const heard = await listen()
-    try {
-      await queue.addBulk([{ name: 'first', data: {} }, { name: 'second', data: {} }])
-      await heard.mark('m1')
-      expect(heard.payloads).toEqual(['fast-wake', 'm1'])
-
-      // Due waiting work is there: whoever added it woke the workers.
-      await queue.addBulk([{ name: 'more', data: {} }])
-      await heard.mark('m2')
-      expect(heard.payloads).toEqual(['fast-wake', 'm1', 'm2'])
-
-      // A delayed item always wakes (workers re-arm their timers).
-      await queue.addBulk([{ name: 'now', data: {} }, { name: 'later', data: {}, opts: { delay: 60_000 } }])
-      await heard.mark('m3')
-      expect(heard.payloads).toEqual(['fast-wake', 'm1', 'm2', 'fast-wake', 'm3'])
-
-      // Due work of another queue does not count; the notification names the queue.
-      await other.addBulk([{ name: 'x', data: {} }])
-      await heard.mark('m4')
-      expect(heard.payloads).toEqual(['fast-wake', 'm1', 'm2', 'fast-wake', 'm3', 'fast-wake-other', 'm4'])
-
-      // Only delayed work (not yet due) is no due work: the next plain batch wakes.
-      await db.pool.query(`delete from "${db.schema}".jobs where queue = 'fast-wake' and state = 'waiting'`)
-      await queue.addBulk([{ name: 'after', data: {} }])
-      await heard.mark('m5')
-      expect(heard.payloads.slice(-2)).toEqual(['fast-wake', 'm5'])
-    } finally {
-      await heard.end()
-      await queue.close()
-      await other.close()
     }
   })
 
@@ -221,39 +185,4 @@ describe('addBulk of plain items', () => {
       await Promise.all(queues.map((q) => q.close()))
     }
   }, 60_000)
-
-  it('add_plain_jobs() called by hand: one row of ids and now_ms; refuses items it cannot honour, inserting nothing', async () => {
-    const fn = `"${db.schema}".add_plain_jobs`
-    const { rows: [answer] } = await db.pool.query(
-      `select ids, now_ms from ${fn}('by-hand', $1::jsonb)`,
-      [JSON.stringify([{ name: 'a' }, { name: 'b', data: { x: 1 }, delayMs: 2_000, priority: 3, attempts: 4, backoff: { type: 'fixed', delay: 9 } }])])
-    const ids = (answer.ids as string).split(',')
-    expect(ids).toHaveLength(2)
-    const { rows } = await db.pool.query(
-      `select id::text, name, data, state, priority, max_attempts, backoff,
-              (extract(epoch from created_at) * 1000)::float8 as created_ms,
-              (extract(epoch from run_at - created_at) * 1000)::float8 as delay_ms
-       from "${db.schema}".jobs j where queue = 'by-hand' order by j.id`)
-    expect(rows).toEqual([
-      { id: ids[0], name: 'a', data: {}, state: 'waiting', priority: 0, max_attempts: 1, backoff: null, created_ms: answer.now_ms, delay_ms: 0 },
-      { id: ids[1], name: 'b', data: { x: 1 }, state: 'delayed', priority: 3, max_attempts: 4, backoff: { type: 'fixed', delay: 9 }, created_ms: answer.now_ms, delay_ms: 2_000 },
-    ])
-
-    const empty = await db.pool.query(`select ids, now_ms from ${fn}('by-hand-empty', '[]')`)
-    expect(empty.rows[0].ids).toBe('')
-    expect(typeof empty.rows[0].now_ms).toBe('number')
-
-    for (const bad of [{ jobId: 'x' }, { dedupId: 'k' }, { dependsOn: ['1'] }, { jobid: 'typo' }, { at: 1 }]) {
-      const err = await db.pool.query(`select ${fn}('by-hand-bad', $1::jsonb)`,
-        [JSON.stringify([{ name: 'ok' }, { name: 'bad', ...bad }])]).catch((e: unknown) => e)
-      expect(err).toMatchObject({ code: '22023' })
-      expect(String((err as Error).message)).toContain('add_jobs()')
-    }
-    const scalar = await db.pool.query(`select ${fn}('by-hand-bad', '[{"name":"ok"}, "job"]')`).catch((e: unknown) => e)
-    expect(scalar).toMatchObject({ code: '22023' })
-    const unnamed = await db.pool.query(`select ${fn}('by-hand-bad', '[{"data":{}}]')`).catch((e: unknown) => e)
-    expect(unnamed).toMatchObject({ code: '23502' })
-    expect(await storedRows('by-hand-bad')).toEqual([])
-    expect(await storedRows('by-hand-empty')).toEqual([])
-  })
 })

@@ -1,0 +1,21 @@
+-- An idle worker ($4, with $2 free handler slots) takes jobs of queue $1 that other workers claimed ahead and have not
+-- started (they wait behind those workers' running handlers), and starts them at once: active, attempt counted, a new
+-- lock token and a lease of $3 ms. Their first claimer learns it from its start statement (the token changed) and drops
+-- them; nothing of theirs ran. Sent only after a claim found nothing due.
+with picked as (
+  select ctid from :PGONCE_SCHEMA.jobs
+  where queue = $1 and state = 'claimed' and locked_by <> $4
+  order by priority, run_at, id
+  limit $2
+  for update skip locked
+), stolen as (
+  update :PGONCE_SCHEMA.jobs j
+  set state = 'active',
+      lock_token = ((select left(gen_random_uuid()::text, 19)) || overlay(lpad(to_hex(j.id), 16, '0') placing '-' from 5 for 0))::uuid,
+      locked_until = now() + make_interval(secs => $3::bigint / 1000.0),
+      locked_by = $4, attempts = j.attempts + 1, started_at = now()
+  where j.ctid = any(array(select ctid from picked)) and j.state = 'claimed'
+  returning j
+)
+select x.* from stolen c, lateral :PGONCE_SCHEMA._as_claimed(c.j) x
+order by x.priority, x.run_at_ms, x.id

@@ -1,0 +1,43 @@
+// The bound parameters of the add statements (sql/add-job.sql, sql/add-jobs.sql, sql/add-plain-jobs.sql) for validated requests.
+
+import type { AddRequest } from './request.js'
+
+const backoffJson = (r: AddRequest): string | null => (r.backoff === null ? null : JSON.stringify(r.backoff))
+
+/** sql/add-job.sql: one add. */
+export function addJobParams(queue: string, r: AddRequest): unknown[] {
+  return [queue, r.name, r.dataJson, r.jobId, r.dedupId, r.dedupTtlMs, r.extend, r.replace,
+    r.delayMs, r.priority, r.attempts, backoffJson(r), r.dependsOn, r.traceContext]
+}
+
+/** sql/add-plain-jobs.sql: plain items, one array per column. */
+export function addPlainJobsParams(queue: string, reqs: readonly AddRequest[]): unknown[] {
+  const n = reqs.length
+  const names = new Array<string>(n)
+  const data = new Array<string>(n)
+  const delays = new Array<number | null>(n)
+  const priorities = new Array<number | null>(n)
+  const attempts = new Array<number | null>(n)
+  const backoffs = new Array<string | null>(n)
+  const traces = new Array<string | null>(n)
+  for (let i = 0; i < n; i++) {
+    const r = reqs[i] as AddRequest
+    names[i] = r.name
+    data[i] = r.dataJson
+    delays[i] = r.delayMs
+    priorities[i] = r.priority
+    attempts[i] = r.attempts
+    backoffs[i] = backoffJson(r)
+    traces[i] = r.traceContext
+  }
+  return [queue, names, data, delays, priorities, attempts, backoffs, traces]
+}
+
+/** sql/add-jobs.sql: the items in the caller's order, one array per column. */
+export function addJobsParams(queue: string, reqs: readonly AddRequest[]): unknown[] {
+  const pick = <T>(f: (r: AddRequest) => T): T[] => reqs.map(f)
+  return [queue, pick((r) => r.name), pick((r) => r.dataJson), pick((r) => r.jobId), pick((r) => r.dedupId),
+    pick((r) => r.dedupTtlMs), pick((r) => r.extend), pick((r) => r.replace), pick((r) => r.delayMs),
+    pick((r) => r.priority), pick((r) => r.attempts), pick(backoffJson),
+    pick((r) => (r.dependsOn === null ? null : `{${r.dependsOn.join(',')}}`)), pick((r) => r.traceContext)]
+}

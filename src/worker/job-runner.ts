@@ -1,0 +1,210 @@
+// Holds the jobs a worker claimed, starts them on free handler slots (claimed ones through a fenced start), and runs their handlers.
+
+import { Job, type JobOwner } from '../job.js'
+import type { Logger } from '../logger.js'
+import { type ContextServices, HeldJob, type JobContext } from './context.js'
+import type { Demand } from './fetcher.js'
+import { Fifo } from './fifo.js'
+import { type ClaimedRow, claimedToJobRow } from './job-store.js'
+import { Pace } from './pace.js'
+import type { Settler } from './settler.js'
+import type { StepBatcher } from './step-batcher.js'
+
+/** Processes one job; its return value is stored as the job's result (JSON). */
+export type Handler<Data, Result> = (job: Job<Data>, ctx: JobContext) => Result | Promise<Result>
+
+export interface RunnerHost {
+  /** A slot freed or jobs were dropped: the fetcher may claim more. */
+  capacityChanged(): void
+  reportError(err: Error): void
+}
+
+/**
+ * Slots: `concurrency` handlers run at once. A slot is taken by a running handler, by a start statement in flight, or
+ * reserved by a claim in flight for the jobs it starts at once. Claimed-ahead jobs wait in the buffer (state 'claimed',
+ * still pending) until a slot frees; then one statement starts as many as there are free slots, and a job it does not
+ * return (superseded by a replace, cancelled, removed, or its lease taken over) is dropped without running.
+ */
+export class JobRunner<Data, Result> {
+  /** Every job claimed and not yet settled, by lock token (a stale run and its re-claim can share an id). */
+  readonly held = new Map<string, HeldJob<Data>>()
+  private readonly buffer = new Fifo<HeldJob<Data>>()
+  private running = 0
+  private starting = 0
+  private reserved = 0
+  private readonly pace = new Pace()
+  private accepting = true
+  private settledWaiters: (() => void)[] = []
+
+  constructor(
+    private readonly handler: Handler<Data, Result>,
+    private readonly concurrency: number,
+    private readonly batchSize: number,
+    private readonly services: ContextServices,
+    private readonly settler: Settler<Data, Result>,
+    private readonly steps: StepBatcher,
+    private readonly owner: JobOwner,
+    private readonly host: RunnerHost,
+    private readonly logger: Logger,
+  ) {}
+
+  private get free(): number {
+    return this.concurrency - this.running - this.starting - this.reserved
+  }
+
+  /**
+   * What to claim next: the free slots plus a prefetch sized to the handlers' pace (see Pace), at most `batchSize` per
+   * statement and `concurrency + batchSize` held in all. While jobs are buffered it waits until it wants at least half
+   * the prefetch: one claim is in flight at a time, and a small top-up claim would hold that turn while a large batch
+   * is worked off. Reserves the slots of the jobs the claim will start.
+   */
+  demand(): Demand {
+    if (!this.accepting) return { limit: 0, startNow: 0, busy: false }
+    const buffered = this.buffer.length
+    const free = Math.max(0, this.free)
+    const prefetch = this.pace.prefetch(this.batchSize)
+    const limit = Math.min(this.batchSize, free + prefetch - buffered, this.concurrency + this.batchSize - this.held.size)
+    const waiting = buffered + this.starting
+    if (limit <= 0 || (waiting > 0 && limit < Math.min(this.batchSize, Math.ceil(prefetch / 2)))) return { limit: 0, startNow: 0, busy: false }
+    // Buffered jobs take the free slots first.
+    const startNow = Math.min(Math.max(0, free - buffered), limit)
+    this.reserved += startNow
+    return { limit, startNow, busy: this.running > 0 || waiting > 0 }
+  }
+
+  /** A claim returned: the active rows start now, the claimed ones wait for a slot. */
+  claimed(rows: ClaimedRow[], demand: Demand, latencyMs: number): void {
+    this.reserved -= demand.startNow
+    if (demand.limit > 0 && latencyMs > 0) this.pace.claimReturned(latencyMs, demand.busy)
+    for (const row of rows) {
+      const h = new HeldJob<Data>(row, new Job<Data>(claimedToJobRow(row), null, this.owner), this.services)
+      this.held.set(row.lock_token, h)
+      if (row.state === 'active' && this.accepting) void this.execute(h)
+      else this.buffer.push(h)
+    }
+    this.fill()
+  }
+
+  /**
+   * Starts buffered jobs on the free slots. Each start joins the worker's next step (see StepBatcher), which also
+   * completes the handlers that just finished, so that a turn of fast jobs costs one round trip.
+   */
+  private fill(): void {
+    if (!this.accepting) return
+    let free = this.free
+    while (free > 0 && this.buffer.length > 0) {
+      const h = this.buffer.shift() as HeldJob<Data>
+      if (h.lost) {
+        this.settled(h)
+        continue
+      }
+      free--
+      h.phase = 'starting'
+      this.starting++
+      void this.steps.start(h.id, h.token).then((attempts) => {
+        this.starting--
+        if (attempts !== null && this.accepting) {
+          h.job = new Job<Data>({ ...claimedToJobRow(h.row, 'active'), attempts }, null, this.owner)
+          void this.execute(h)
+        } else {
+          // Superseded, cancelled or removed while it waited, or its lease was taken over: it must not run. (While
+          // closing, a job that did start is given back by the release in stop().)
+          if (attempts !== null) {
+            h.phase = 'buffered'
+            this.buffer.push(h)
+          } else {
+            this.logger.debug({ jobId: h.id }, 'pgonce: a job claimed ahead was gone when its turn came; not run')
+            this.settled(h)
+          }
+          this.fill()
+          this.host.capacityChanged()
+        }
+      })
+    }
+  }
+
+  private async execute(h: HeldJob<Data>): Promise<void> {
+    this.running++
+    h.phase = 'running'
+    let result: Result
+    try {
+      result = await this.handler(h.job, h)
+    } catch (err) {
+      this.handlerDone(h)
+      await this.settler.threw(h, toError(err)).catch((e: Error) => this.host.reportError(e))
+      this.settled(h)
+      return
+    }
+    this.handlerDone(h)
+    await this.settler.succeeded(h, result).catch((e: Error) => this.host.reportError(e))
+    this.settled(h)
+  }
+
+  /** Frees the handler's slot at once: its outcome is written in the background (batched). */
+  private handlerDone(h: HeldJob<Data>): void {
+    h.phase = 'settling'
+    this.running--
+    this.pace.jobFinished()
+    this.fill()
+    this.host.capacityChanged()
+  }
+
+  private settled(h: HeldJob<Data>): void {
+    this.held.delete(h.token)
+    if (this.held.size === 0 && this.settledWaiters.length > 0) {
+      for (const resolve of this.settledWaiters.splice(0)) resolve()
+    }
+  }
+
+  /** Closing: jobs a claim still returns are held, not started, until `stop()` gives them back. */
+  refuseNewStarts(): void {
+    this.accepting = false
+  }
+
+  /** Stops starting jobs; the buffered ones (and any a late claim returned) go back to the queue, their run not counted. */
+  async stop(): Promise<void> {
+    this.accepting = false
+    await this.startsSettled()
+    const unstarted = this.buffer.drain().filter((h) => !h.lost)
+    if (unstarted.length > 0) {
+      try {
+        await this.services.store.release(unstarted.map((h) => h.id), unstarted.map((h) => h.token), 0)
+      } catch (err) {
+        this.host.reportError(err as Error)
+      }
+    }
+    for (const h of unstarted) this.settled(h)
+  }
+
+  private async startsSettled(): Promise<void> {
+    while (this.starting > 0) await new Promise((resolve) => setTimeout(resolve, 5))
+  }
+
+  /** Resolves true once every held job has settled, false after `ms`. */
+  allSettled(ms: number): Promise<boolean> {
+    if (this.held.size === 0) return Promise.resolve(true)
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => resolve(false), ms)
+      this.settledWaiters.push(() => {
+        clearTimeout(timer)
+        resolve(true)
+      })
+    })
+  }
+
+  /** The handlers still running. */
+  runningJobs(): HeldJob<Data>[] {
+    return [...this.held.values()].filter((h) => h.phase === 'running')
+  }
+}
+
+function toError(value: unknown): Error {
+  if (value instanceof Error) return value
+  let text: string
+  try {
+    text = JSON.stringify(value) ?? String(value)
+  } catch {
+    text = String(value)
+  }
+  return new Error(`handler threw a non-Error: ${text}`)
+}
