@@ -13,7 +13,7 @@ with ready as (
   for update skip locked
 ), promoted as (
   update :PGONCE_SCHEMA.jobs c
-  set state = case when c.run_at <= now() then 'waiting' else 'delayed' end, run_at = greatest(c.run_at, now())
+  set state = case when c.run_at <= clock_timestamp() then 'waiting' else 'delayed' end, run_at = greatest(c.run_at, now())
   from ready r
   where c.id = r.id and c.state = 'waiting-children'
   returning c.queue

@@ -1,4 +1,4 @@
-// Public exports of pgonce (DESIGN.md §11).
+// Public exports of pgonce: everything a user imports (docs/architecture.md lists what each file owns).
 
 export { Queue } from './queue.js'
 export type { QueueOptions, AddOptions, BulkItem, JobCounts, AddOutcomeCounts, WriteOptions } from './queue.js'
@@ -7,7 +7,7 @@ export type { JobState, AddOutcome, Backoff } from './job.js'
 export type { JobOptions, DeduplicationOptions } from './admission/request.js'
 export { migrate } from './migrate/runner.js'
 export type { MigrateOptions } from './migrate/runner.js'
-export { ValidationError, DeduplicationError, LeaseLostError } from './errors.js'
+export { ValidationError, DeduplicationError, LeaseLostError, JobCancelledError } from './errors.js'
 export type { ValidationCode, DeduplicationCode } from './errors.js'
 export type { Logger } from './logger.js'
 export type { Transactional } from './db/executor.js'

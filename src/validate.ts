@@ -1,4 +1,4 @@
-// Input checks of DESIGN.md §8: every public entry point validates here, before any I/O.
+// Input checks (docs/validation.md): every public entry point validates here, before any I/O.
 
 import { ValidationError } from './errors.js'
 

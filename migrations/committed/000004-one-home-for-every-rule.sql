@@ -1,5 +1,5 @@
 --! Previous: sha1:c7f694e780d9ccf6a0b19d6f1fd5395a34b43fd1
---! Hash: sha1:a452b719ddf95486edd376b6183668a90d66f6fc
+--! Hash: sha1:644d6d7b3c0dc76fbf64cc6076031ad37ea6b2f9
 --! Message: one home for every rule
 
 -- One home for every rule (docs/architecture.md). Every admission rule is a function written once and used by every
@@ -137,11 +137,19 @@ language sql immutable parallel safe as $$
 $$;
 
 create function :PGONCE_SCHEMA._idle_worker_waits(p_queue text) returns boolean
-language sql volatile as $$
-  select exists (
-    select 1 from generate_series(0, 3) s(slot),
-      lateral (select :PGONCE_SCHEMA._idle_slot_key(p_queue, s.slot) as k) x
-    where case when pg_try_advisory_lock_shared(x.k) then not pg_advisory_unlock_shared(x.k) else true end)
+language plpgsql volatile as $$
+declare
+  v_key bigint;
+begin
+  for v_slot in 0..3 loop
+    v_key := :PGONCE_SCHEMA._idle_slot_key(p_queue, v_slot);
+    if not pg_try_advisory_lock_shared(v_key) then
+      return true;
+    end if;
+    perform pg_advisory_unlock_shared(v_key);
+  end loop;
+  return false;
+end
 $$;
 
 -- Wakes the idle workers of p_queue (NOTIFY, delivered at commit) if there are any; true if it did.
@@ -185,8 +193,9 @@ begin
       where d.job_id = v_child.id and p.id <> p_parent and p.state <> 'completed'
     ) then
       update :PGONCE_SCHEMA.jobs
-      -- Due now goes behind the jobs already queued (its add may be long past).
-      set state = case when run_at <= now() then 'waiting' else 'delayed' end, run_at = greatest(run_at, now())
+      -- clock_timestamp(): the dependent may have been added after this transaction began. Due now, it goes behind
+      -- the jobs already queued (its add may be long past).
+      set state = case when run_at <= clock_timestamp() then 'waiting' else 'delayed' end, run_at = greatest(run_at, now())
       where id = v_child.id and state = 'waiting-children';
       perform :PGONCE_SCHEMA._wake(queue) from :PGONCE_SCHEMA.jobs where id = v_child.id;
     end if;
@@ -235,12 +244,15 @@ create type :PGONCE_SCHEMA.admission_error as enum ('EXTEND_NOT_PENDING', 'REPLA
 
 -- The one INSERT of jobs, for a batch of items given as parallel arrays (one element per job; a null element takes
 -- the default). Ids are drawn in array order, so ordering the answer by id gives array order. A job whose jobId is
--- live already is not inserted (no row comes back for it). Does not wake workers: its callers do, once.
+-- live already is not inserted (no row comes back for it). Does not wake workers: its callers do, once. plpgsql, so
+-- that the INSERT is planned once per connection (a SQL function's statements are planned at every call).
 create function :PGONCE_SCHEMA._insert_jobs(
   p_queue text, p_names text[], p_datas jsonb[], p_job_ids text[], p_dedup_ids text[], p_delays_ms bigint[],
   p_priorities integer[], p_max_attempts integer[], p_backoffs jsonb[], p_blocked boolean[], p_trace_contexts text[]
 ) returns setof :PGONCE_SCHEMA.jobs
-language sql volatile as $$
+language plpgsql volatile as $$
+begin
+  return query
   insert into :PGONCE_SCHEMA.jobs
     (id, queue, name, data, job_id, dedup_key, state, run_at, priority, max_attempts, backoff, trace_context)
   select nextval(':PGONCE_SCHEMA.job_ids'), p_queue, i.name, coalesce(i.data, '{}'::jsonb), i.job_id, i.dedup_id,
@@ -255,7 +267,8 @@ language sql volatile as $$
     order by u.ord
   ) i cross join :PGONCE_SCHEMA._job_defaults() d
   on conflict (job_id) where job_id is not null and :PGONCE_SCHEMA._is_live(state) do nothing
-  returning *
+  returning *;
+end
 $$;
 
 -- The admission rules for one add that has a jobId, a dedup key or dependencies (plain adds need no decision):
@@ -521,9 +534,20 @@ create function :PGONCE_SCHEMA.add_job(
 language plpgsql volatile as $$
 declare
   v_answer :PGONCE_SCHEMA.admission;
+  v_job :PGONCE_SCHEMA.jobs;
 begin
-  select * into v_answer from :PGONCE_SCHEMA._add_jobs($1, array[$2], array[$3], array[$4], array[$5], array[$6],
-    array[$7], array[$8], array[$9], array[$10], array[$11], array[$12], array[$13::text], array[$15]);
+  -- One item needs neither _add_jobs()'s savepoint nor its locks: the same rules, called directly.
+  if $4 is null and $5 is null and $13 is null then
+    select * into v_job from :PGONCE_SCHEMA._insert_jobs($1, array[$2], array[$3], null, null, array[$9], array[$10],
+      array[$11], array[$12], null, array[$15]);
+    v_answer := row(1, 'added', null, v_job);
+  else
+    select 1, a.outcome, a.error, a.job into v_answer from :PGONCE_SCHEMA._admit_one($1, $2, $3, $4, $5, $6,
+      coalesce($7, false), coalesce($8, false), $9, $10, $11, $12, $13, $15) a;
+  end if;
+  if v_answer.outcome in ('added', 'replaced') and :PGONCE_SCHEMA._is_queued((v_answer.job).state) then
+    perform :PGONCE_SCHEMA._wake($1);
+  end if;
   if v_answer.error is not null and raise_rejection then
     raise exception 'pgonce: %', case v_answer.error
         when 'EXTEND_NOT_PENDING' then 'Duplicate unique_key (extended TTL): the key''s owner is no longer pending'
@@ -578,11 +602,12 @@ where state = 'failed';
 -- ---------------------------------------------------------------------------------------------------------------
 -- The answer to an add, as queue.add and queue.addBulk read it: how the item was decided, and the job. A job this
 -- call inserted (added, replaced) comes back as the few columns the caller cannot know; any other job (a duplicate's
--- owner, an extended one, a rejection's owner) whole, as JSON text with its id as a string.
-create function :PGONCE_SCHEMA._answer(a :PGONCE_SCHEMA.admission,
-  out ordinal integer, out outcome text, out error text, out id text, out state text, out priority integer,
-  out max_attempts integer, out run_at_ms float8, out created_at_ms float8, out job text)
-language sql immutable as $$
+-- owner, an extended one, a rejection's owner) whole, as JSON text with its id as a string. Set-returning, so that
+-- the planner inlines it.
+create function :PGONCE_SCHEMA._answer(a :PGONCE_SCHEMA.admission)
+returns table (ordinal integer, outcome text, error text, id text, state text, priority integer,
+  max_attempts integer, run_at_ms float8, created_at_ms float8, job text)
+language sql immutable rows 1 as $$
   select a.ordinal, a.outcome, a.error::text, (a.job).id::text, (a.job).state, (a.job).priority, (a.job).max_attempts,
     (extract(epoch from (a.job).run_at) * 1000)::float8, (extract(epoch from (a.job).created_at) * 1000)::float8,
     case when a.outcome is null or a.outcome not in ('added', 'replaced')
@@ -630,13 +655,13 @@ $$;
 
 -- ---------------------------------------------------------------------------------------------------------------
 -- A job as a worker receives it when it claims or takes it over: what the handler sees, the lock token that fences
--- every later change, and its times in ms (float8 is cheaper for the client to read than timestamptz).
-create function :PGONCE_SCHEMA._as_claimed(j :PGONCE_SCHEMA.jobs,
-  out id bigint, out queue text, out name text, out job_id text, out data jsonb, out state text, out priority integer,
-  out attempts integer, out max_attempts integer, out backoff jsonb, out dedup_key text, out lock_token uuid,
-  out last_error text, out error_stack text, out progress jsonb, out trace_context text, out run_at_ms float8,
-  out created_at_ms float8)
-language sql immutable as $$
+-- every later change, and its times in ms (float8 is cheaper for the client to read than timestamptz). Declared as a
+-- set-returning SQL function so that the planner inlines it into the statements that use it.
+create function :PGONCE_SCHEMA._as_claimed(j :PGONCE_SCHEMA.jobs)
+returns table (id bigint, queue text, name text, job_id text, data jsonb, state text, priority integer,
+  attempts integer, max_attempts integer, backoff jsonb, dedup_key text, lock_token uuid, last_error text,
+  error_stack text, progress jsonb, trace_context text, run_at_ms float8, created_at_ms float8)
+language sql immutable rows 1 as $$
   select j.id, j.queue, j.name, j.job_id, j.data, j.state, j.priority, j.attempts, j.max_attempts, j.backoff,
     j.dedup_key, j.lock_token, j.last_error, j.error_stack, j.progress, j.trace_context,
     (extract(epoch from j.run_at) * 1000)::float8, (extract(epoch from j.created_at) * 1000)::float8

@@ -6,7 +6,7 @@ import {
   isPlainObject, serializeData,
 } from '../validate.js'
 
-/** Enqueue-side deduplication by key (DESIGN.md §2.2). */
+/** Enqueue-side deduplication by key (docs/deduplication.md). */
 export interface DeduplicationOptions {
   /** The key, per queue: name the effect, not the message (`notify:push:42:7`). */
   id: string

@@ -59,3 +59,19 @@ export async function migrate(options: MigrateOptions): Promise<{ applied: strin
   if (applied.length > 0) logger.info({ schema, applied }, 'pgonce: migrations applied')
   return { applied }
 }
+
+/** Longest pause between two attempts of migrateUntilDone. */
+const MAX_RETRY_MS = 5_000
+
+/** Migrates, retrying with backoff (each failure reported) while the database is unreachable, until done or `stopped()`. */
+export async function migrateUntilDone(options: MigrateOptions, stopped: () => boolean, report: (err: Error) => void): Promise<void> {
+  for (let retryMs = 100; !stopped(); retryMs = Math.min(retryMs * 2, MAX_RETRY_MS)) {
+    try {
+      await migrate(options)
+      return
+    } catch (err) {
+      report(err as Error)
+      await new Promise((resolve) => setTimeout(resolve, retryMs))
+    }
+  }
+}

@@ -10,7 +10,7 @@ import { sqlFor } from '../db/sql-files.js'
 import { Effects } from '../effects.js'
 import type { Job, JobOwner } from '../job.js'
 import type { Logger } from '../logger.js'
-import { migrate } from '../migrate/runner.js'
+import { migrateUntilDone } from '../migrate/runner.js'
 import { fail } from '../validate.js'
 import { ErrorReporter } from './error-reporter.js'
 import { Fetcher } from './fetcher.js'
@@ -18,7 +18,7 @@ import { Housekeeping } from './housekeeping.js'
 import { type Handler, JobRunner } from './job-runner.js'
 import { JobStore } from './job-store.js'
 import { Leases } from './leases.js'
-import { Notifier } from './notifier.js'
+import { Notifier, listenConfig } from './notifier.js'
 import { type ResolvedWorkerOptions, type WorkerOptions, resolveWorkerOptions } from './options.js'
 import { Settler } from './settler.js'
 import { StepBatcher } from './step-batcher.js'
@@ -38,9 +38,6 @@ export type WorkerEvents<Data, Result> = {
 }
 
 type State = 'idle' | 'starting' | 'running' | 'closing' | 'closed'
-
-/** Longest pause before migrating again after a failure. */
-const MAX_MIGRATE_RETRY_MS = 5_000
 
 /**
  * Runs `handler` for the jobs of queue `queue` (docs/workers.md).
@@ -105,7 +102,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
     const services = { pool, store, effects: this.effects, retryLaterMs: resolved.retryLaterMs, logger: this.logger }
     this.runner = new JobRunner<Data, Result>(handler, resolved.concurrency, resolved.batchSize, services, settler,
       this.steps, this, { capacityChanged: () => this.fetcher.pump(), reportError: report }, this.logger)
-    this.notifier = new Notifier(this.listenConfig(pool), channelOf(this.schema), this.schema, this.queue, {
+    this.notifier = new Notifier(listenConfig(pool, resolved.listenConnectionString, this.id), channelOf(this.schema), this.schema, this.queue, {
       onNotify: (payload) => this.notified(payload),
       onReconnect: () => this.fetcher.wake(),
       onError: report,
@@ -154,18 +151,6 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
     return rows[0]?.deleted ?? false
   }
 
-  private listenConfig(pool: pg.Pool): pg.ClientConfig {
-    const own = this.opts.listenConnectionString
-    return {
-      connectionTimeoutMillis: 10_000,
-      ...(own === null ? (pool as unknown as { options: pg.ClientConfig }).options : { connectionString: own }),
-      application_name: `pgonce-listener ${this.id}`,
-      // Keepalives, so that a silently dropped LISTEN connection is noticed.
-      keepAlive: true,
-      keepAliveInitialDelayMillis: 10_000,
-    }
-  }
-
   private notified(payload: string): void {
     if (payload === this.queue) this.fetcher.wake()
     // queue.cancelJob on a running job: the next heartbeat would tell; beat now.
@@ -175,7 +160,10 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
   private async start(): Promise<void> {
     if (this.state !== 'idle') return
     this.state = 'starting'
-    if (this.opts.migrate) await this.migrateUntilDone()
+    if (this.opts.migrate) {
+      await migrateUntilDone({ pool: this.pool, schema: this.schema, logger: this.opts.logger },
+        () => this.state !== 'starting', (err) => this.errors.report(err))
+    }
     if (this.state !== 'starting') return
     // LISTEN before the first claim, so that nothing added in between goes unnoticed.
     if (this.opts.listen) await this.notifier.start()
@@ -185,19 +173,6 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
     this.housekeeping.start()
     this.fetcher.start()
     this.logger.info({ concurrency: this.opts.concurrency, batchSize: this.opts.batchSize }, 'pgonce: worker started')
-  }
-
-  /** Migrates, retrying with backoff while the database is unreachable (each failure reported), until done or closed. */
-  private async migrateUntilDone(): Promise<void> {
-    for (let retryMs = 100; this.state === 'starting'; retryMs = Math.min(retryMs * 2, MAX_MIGRATE_RETRY_MS)) {
-      try {
-        await migrate({ pool: this.pool, schema: this.schema, logger: this.opts.logger })
-        return
-      } catch (err) {
-        this.errors.report(err as Error)
-        await new Promise((resolve) => setTimeout(resolve, retryMs))
-      }
-    }
   }
 
   private async shutdown(): Promise<void> {

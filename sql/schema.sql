@@ -1,0 +1,646 @@
+-- The current pgonce schema (schema "pgonce"), generated from migrations/committed by `npm run schema`: read it to see
+-- the tables, indexes, functions, triggers and views the migrations leave behind. Not applied by anything: migrate()
+-- applies the migrations. test/schema-file.test.ts fails when this file is stale.
+
+create type pgonce.admission as (
+  ordinal integer,
+  outcome text,
+  error pgonce.admission_error,
+  job pgonce.jobs
+);
+
+create type pgonce.admission_error as enum ('EXTEND_NOT_PENDING', 'REPLACE_HAS_DEPENDENTS', 'DEPENDENCY_NOT_FOUND');
+
+create sequence pgonce.job_ids;
+
+create table pgonce.dedup_keys (
+  queue text not null,
+  key text not null,
+  job_id bigint not null,
+  expires_at timestamp with time zone,
+  constraint dedup_keys_pkey PRIMARY KEY (queue, key),
+  constraint dedup_keys_owner FOREIGN KEY (job_id) REFERENCES pgonce.jobs(id) ON DELETE CASCADE
+);
+comment on table pgonce.dedup_keys is 'Held while the owner row exists and (expires_at > now() or (expires_at is null and the owner is live)).';
+
+create table pgonce.execution_claims (
+  key text not null,
+  state text not null,
+  token uuid,
+  expires_at timestamp with time zone,
+  constraint execution_claims_pkey PRIMARY KEY (key),
+  constraint execution_claims_state_check CHECK ((state = ANY (ARRAY['running'::text, 'done'::text])))
+);
+
+create table pgonce.job_dependencies (
+  job_id bigint not null,
+  depends_on bigint not null,
+  constraint job_dependencies_pkey PRIMARY KEY (job_id, depends_on),
+  constraint job_dependencies_job FOREIGN KEY (job_id) REFERENCES pgonce.jobs(id) ON DELETE CASCADE,
+  constraint job_dependencies_parent FOREIGN KEY (depends_on) REFERENCES pgonce.jobs(id) ON DELETE CASCADE
+);
+
+create table pgonce.jobs (
+  id bigint not null default nextval('pgonce.job_ids'::regclass),
+  queue text not null,
+  name text not null,
+  job_id text,
+  data jsonb not null,
+  state text not null default 'waiting'::text,
+  priority integer not null default (pgonce._job_defaults()).priority,
+  run_at timestamp with time zone not null default now(),
+  attempts integer not null default 0,
+  max_attempts integer not null default (pgonce._job_defaults()).max_attempts,
+  backoff jsonb,
+  dedup_key text,
+  lock_token uuid,
+  locked_until timestamp with time zone,
+  locked_by text,
+  last_error text,
+  error_stack text,
+  result jsonb,
+  created_at timestamp with time zone not null default now(),
+  started_at timestamp with time zone,
+  finished_at timestamp with time zone,
+  has_dependents boolean not null default false,
+  cancel_requested_at timestamp with time zone,
+  progress jsonb,
+  trace_context text,
+  constraint jobs_pkey PRIMARY KEY (id),
+  constraint jobs_state_check CHECK ((state = ANY (ARRAY['waiting'::text, 'delayed'::text, 'waiting-children'::text, 'claimed'::text, 'active'::text, 'completed'::text, 'failed'::text, 'cancelled'::text])))
+);
+comment on table pgonce.jobs is 'One row per job generation. state: waiting|delayed|waiting-children|claimed|active|completed|failed|cancelled (claimed: leased by a worker, handler not started). attempts counts handler starts.';
+comment on column pgonce.jobs.has_dependents is 'A job added with dependsOn names this one: its end promotes or fails them (jobs_finished).';
+comment on column pgonce.jobs.cancel_requested_at is 'queue.cancelJob() on a running job: its handler is aborted and it ends cancelled.';
+comment on column pgonce.jobs.trace_context is 'W3C traceparent of the add, continued by the worker''s span.';
+
+create table pgonce.migrations (
+  filename text not null,
+  hash text not null,
+  applied_at timestamp with time zone not null default now(),
+  constraint migrations_pkey PRIMARY KEY (filename)
+);
+
+create table pgonce.processed_effects (
+  effect_key text not null,
+  recorded_at timestamp with time zone not null default now(),
+  constraint processed_effects_pkey PRIMARY KEY (effect_key)
+);
+
+CREATE INDEX dedup_keys_expiry ON pgonce.dedup_keys USING btree (expires_at) WHERE (expires_at IS NOT NULL);
+
+CREATE INDEX dedup_keys_job ON pgonce.dedup_keys USING btree (job_id);
+
+CREATE INDEX execution_claims_expiry ON pgonce.execution_claims USING btree (expires_at) WHERE (expires_at IS NOT NULL);
+
+CREATE INDEX job_dependencies_parent ON pgonce.job_dependencies USING btree (depends_on);
+
+CREATE INDEX jobs_delayed ON pgonce.jobs USING btree (queue, run_at) WHERE (state = 'delayed'::text);
+
+CREATE INDEX jobs_due ON pgonce.jobs USING btree (queue, priority, run_at, id) WHERE pgonce._is_queued(state);
+
+CREATE INDEX jobs_job_id_history ON pgonce.jobs USING btree (job_id, id) WHERE (job_id IS NOT NULL);
+
+CREATE INDEX jobs_leases ON pgonce.jobs USING btree (locked_until) WHERE pgonce._holds_lease(state);
+
+CREATE UNIQUE INDEX jobs_live_job_id ON pgonce.jobs USING btree (job_id) WHERE ((job_id IS NOT NULL) AND pgonce._is_live(state));
+
+CREATE OR REPLACE FUNCTION pgonce._add_jobs(p_queue text, p_names text[], p_datas jsonb[], p_job_ids text[], p_dedup_ids text[], p_dedup_ttls_ms bigint[], p_extends boolean[], p_replaces boolean[], p_delays_ms bigint[], p_priorities integer[], p_max_attempts integer[], p_backoffs jsonb[], p_depends_on text[], p_trace_contexts text[])
+ RETURNS SETOF pgonce.admission
+ LANGUAGE plpgsql
+AS $function$
+declare
+  v_answers "pgonce".admission[];
+  v_last "pgonce".admission;
+begin
+  perform pg_advisory_xact_lock(hashtextextended('pgonce:pgonce' || ':admit:' || l.k, 0))
+  from (
+    select distinct k from (
+      select 'k:' || p_queue || ':' || d as k from unnest(p_dedup_ids) d where d is not null
+      union all
+      select 'j:' || j from unnest(p_job_ids) j where j is not null) x
+    order by k
+  ) l
+  where (select count(*) from unnest(p_dedup_ids) d where d is not null)
+      + (select count(*) from unnest(p_job_ids) j where j is not null) > 1;
+  -- Only extend, replace and dependsOn can be rejected, and a rejected item writes nothing itself: the savepoint
+  -- (a subtransaction) is paid only by batches in which an earlier item may have to be undone.
+  if coalesce(cardinality(p_names), 0) > 1 and (true = any(p_extends) or true = any(p_replaces)
+      or exists (select 1 from unnest(p_depends_on) d where d is not null)) then
+    begin
+      v_answers := "pgonce"._admit_batch(p_queue, p_names, p_datas, p_job_ids, p_dedup_ids, p_dedup_ttls_ms,
+        p_extends, p_replaces, p_delays_ms, p_priorities, p_max_attempts, p_backoffs, p_depends_on, p_trace_contexts);
+      v_last := v_answers[cardinality(v_answers)];
+      if v_last.error is not null then
+        raise exception using errcode = 'PO001', message = 'pgonce: batch item rejected';
+      end if;
+    exception when sqlstate 'PO001' then
+      -- Every item of the batch is undone; the caller's transaction stays usable.
+      return next v_last;
+      return;
+    end;
+  else
+    v_answers := "pgonce"._admit_batch(p_queue, p_names, p_datas, p_job_ids, p_dedup_ids, p_dedup_ttls_ms,
+      p_extends, p_replaces, p_delays_ms, p_priorities, p_max_attempts, p_backoffs, p_depends_on, p_trace_contexts);
+    v_last := v_answers[cardinality(v_answers)];
+    if v_last.error is not null then
+      return next v_last;
+      return;
+    end if;
+  end if;
+
+  if exists (select 1 from unnest(v_answers) a
+             where a.outcome in ('added', 'replaced') and "pgonce"._is_queued((a.job).state)) then
+    perform "pgonce"._wake(p_queue);
+  end if;
+  return query select * from unnest(v_answers) order by 1;
+end
+$function$;
+
+CREATE OR REPLACE FUNCTION pgonce._admit_batch(p_queue text, p_names text[], p_datas jsonb[], p_job_ids text[], p_dedup_ids text[], p_dedup_ttls_ms bigint[], p_extends boolean[], p_replaces boolean[], p_delays_ms bigint[], p_priorities integer[], p_max_attempts integer[], p_backoffs jsonb[], p_depends_on text[], p_trace_contexts text[])
+ RETURNS pgonce.admission[]
+ LANGUAGE plpgsql
+AS $function$
+declare
+  v_n integer := coalesce(cardinality(p_names), 0);
+  v_plain boolean[];
+  v_answers "pgonce".admission[] := '{}';
+  v_one record;
+  i integer;
+begin
+  select coalesce(array_agg(p_job_ids[s] is null and p_dedup_ids[s] is null and p_depends_on[s] is null order by s), '{}')
+  into v_plain from generate_series(1, v_n) s;
+
+  if true = any(v_plain) then
+    -- nextval() follows array order, so the inserted rows in id order are the plain items in array order.
+    with ins as (
+      select j from "pgonce"._insert_jobs(p_queue,
+        array(select p_names[s] from generate_series(1, v_n) s where v_plain[s] order by s),
+        array(select p_datas[s] from generate_series(1, v_n) s where v_plain[s] order by s),
+        null, null,
+        array(select p_delays_ms[s] from generate_series(1, v_n) s where v_plain[s] order by s),
+        array(select p_priorities[s] from generate_series(1, v_n) s where v_plain[s] order by s),
+        array(select p_max_attempts[s] from generate_series(1, v_n) s where v_plain[s] order by s),
+        array(select p_backoffs[s] from generate_series(1, v_n) s where v_plain[s] order by s),
+        null,
+        array(select p_trace_contexts[s] from generate_series(1, v_n) s where v_plain[s] order by s)) j
+    ), numbered as (
+      select row_number() over (order by (ins.j).id) as k, ins.j from ins
+    ), positions as (
+      select row_number() over (order by s) as k, s from generate_series(1, v_n) s where v_plain[s]
+    )
+    select array_agg(row(p.s::integer, 'added', null, n.j)::"pgonce".admission order by p.s)
+    into v_answers
+    from numbered n join positions p on p.k = n.k;
+  end if;
+
+  for i in select s from generate_series(1, v_n) s where not v_plain[s] order by s loop
+    select * into v_one from "pgonce"._admit_one(p_queue, p_names[i], p_datas[i], p_job_ids[i], p_dedup_ids[i],
+      p_dedup_ttls_ms[i], coalesce(p_extends[i], false), coalesce(p_replaces[i], false), p_delays_ms[i],
+      p_priorities[i], p_max_attempts[i], p_backoffs[i], p_depends_on[i]::bigint[], p_trace_contexts[i]);
+    v_answers := v_answers || row(i, v_one.outcome, v_one.error, v_one.job)::"pgonce".admission;
+    exit when v_one.error is not null;
+  end loop;
+  return v_answers;
+end
+$function$;
+
+CREATE OR REPLACE FUNCTION pgonce._admit_one(p_queue text, p_name text, p_data jsonb, p_job_id text, p_dedup_id text, p_dedup_ttl_ms bigint, p_extend boolean, p_replace boolean, p_delay_ms bigint, p_priority integer, p_max_attempts integer, p_backoff jsonb, p_depends_on bigint[], p_trace_context text, OUT outcome text, OUT error pgonce.admission_error, OUT job pgonce.jobs)
+ RETURNS record
+ LANGUAGE plpgsql
+AS $function$
+declare
+  v_owner "pgonce".jobs;
+  v_key "pgonce".dedup_keys;
+  v_held boolean;
+  v_blocked boolean := false;
+  v_expires timestamptz;
+begin
+  if coalesce(p_extend, false) and p_dedup_ttl_ms is null and not coalesce(p_replace, false) then
+    raise exception 'pgonce: dedup_extend needs dedup_ttl_ms' using errcode = '22023';
+  end if;
+  if cardinality(p_depends_on) > 0 then
+    -- Lock the parents: one completing right now either commits first (and is read completed below), or waits for
+    -- this add to commit and then promotes the new dependent (its trigger reads with a fresh snapshot).
+    perform 1 from "pgonce".jobs where id = any(p_depends_on) order by id for share;
+    if exists (select 1 from unnest(p_depends_on) d(id) where not exists (select 1 from "pgonce".jobs j where j.id = d.id)) then
+      error := 'DEPENDENCY_NOT_FOUND';
+      return;
+    end if;
+    v_blocked := exists (select 1 from "pgonce".jobs j where j.id = any(p_depends_on) and j.state <> 'completed');
+  end if;
+
+  loop
+    -- jobId first: a live generation answers, whatever the key says.
+    if p_job_id is not null then
+      select * into v_owner from "pgonce".jobs where job_id = p_job_id and "pgonce"._is_live(state);
+      if found then
+        outcome := 'duplicate-job-id';
+        job := v_owner;
+        return;
+      end if;
+    end if;
+
+    v_held := false;
+    v_key := null;
+    if p_dedup_id is not null then
+      -- A plain duplicate is answered without taking any lock.
+      if not coalesce(p_replace, false) and not coalesce(p_extend, false) then
+        select o.* into v_owner
+        from "pgonce".dedup_keys k join "pgonce".jobs o on o.id = k.job_id
+        where k.queue = p_queue and k.key = p_dedup_id and "pgonce"._key_held(k.expires_at, o.state);
+        if found then
+          outcome := 'duplicate-key';
+          job := v_owner;
+          return;
+        end if;
+      end if;
+      select * into v_key from "pgonce".dedup_keys where queue = p_queue and key = p_dedup_id for update;
+      if found then
+        select * into v_owner from "pgonce".jobs where id = v_key.job_id;
+        v_held := "pgonce"._key_held(v_key.expires_at, case when found then v_owner.state end);
+      end if;
+      if v_held and not coalesce(p_replace, false) then
+        if coalesce(p_extend, false) then
+          if not "pgonce"._is_pending(v_owner.state) then
+            error := 'EXTEND_NOT_PENDING';
+            job := v_owner;
+            return;
+          end if;
+          update "pgonce".dedup_keys set expires_at = now() + make_interval(secs => p_dedup_ttl_ms / 1000.0)
+          where queue = p_queue and key = p_dedup_id;
+          outcome := 'extended';
+        else
+          outcome := 'duplicate-key';
+        end if;
+        job := v_owner;
+        return;
+      end if;
+      if v_held and exists (
+        select 1 from "pgonce".job_dependencies d join "pgonce".jobs c on c.id = d.job_id
+        where d.depends_on = v_owner.id and "pgonce"._is_live(c.state)
+      ) then
+        error := 'REPLACE_HAS_DEPENDENTS';
+        job := v_owner;
+        return;
+      end if;
+    end if;
+
+    select * into job from "pgonce"._insert_jobs(p_queue, array[p_name], array[p_data], array[p_job_id],
+      array[p_dedup_id], array[p_delay_ms], array[p_priority], array[p_max_attempts], array[p_backoff],
+      array[v_blocked], array[p_trace_context]);
+    continue when not found;  -- the jobId went live meanwhile: the loop answers with that generation
+
+    if p_dedup_id is not null then
+      v_expires := case when p_dedup_ttl_ms is null then null else now() + make_interval(secs => p_dedup_ttl_ms / 1000.0) end;
+      if v_key.queue is null then
+        insert into "pgonce".dedup_keys (queue, key, job_id, expires_at)
+        values (p_queue, p_dedup_id, job.id, v_expires)
+        on conflict do nothing;
+        if not found then
+          -- Another add took the key first: undo this insert and decide again.
+          delete from "pgonce".jobs where id = job.id;
+          job := null;
+          continue;
+        end if;
+      else
+        -- Move the key before removing its old owner: the owner's deletion takes its keys with it.
+        update "pgonce".dedup_keys set job_id = job.id, expires_at = v_expires
+        where queue = p_queue and key = p_dedup_id;
+        if v_held then
+          -- A pending owner (even one a worker claimed ahead) is superseded; a running one finishes under its lease.
+          delete from "pgonce".jobs where id = v_owner.id and "pgonce"._is_pending(state);
+        end if;
+      end if;
+    end if;
+
+    -- Every edge is kept, blocking or not: a live dependent keeps its parents from being replaced or pruned.
+    if cardinality(p_depends_on) > 0 then
+      insert into "pgonce".job_dependencies (job_id, depends_on)
+      select job.id, d from unnest(p_depends_on) d on conflict do nothing;
+      update "pgonce".jobs set has_dependents = true where id = any(p_depends_on) and not has_dependents;
+    end if;
+    outcome := case when v_held then 'replaced' else 'added' end;
+    return;
+  end loop;
+end
+$function$;
+
+CREATE OR REPLACE FUNCTION pgonce._answer(a pgonce.admission)
+ RETURNS TABLE(ordinal integer, outcome text, error text, id text, state text, priority integer, max_attempts integer, run_at_ms double precision, created_at_ms double precision, job text)
+ LANGUAGE sql
+ IMMUTABLE ROWS 1
+AS $function$
+  select a.ordinal, a.outcome, a.error::text, (a.job).id::text, (a.job).state, (a.job).priority, (a.job).max_attempts,
+    (extract(epoch from (a.job).run_at) * 1000)::float8, (extract(epoch from (a.job).created_at) * 1000)::float8,
+    case when a.outcome is null or a.outcome not in ('added', 'replaced')
+      then (to_jsonb(a.job) || jsonb_build_object('id', (a.job).id::text))::text end
+$function$;
+
+CREATE OR REPLACE FUNCTION pgonce._as_claimed(j pgonce.jobs)
+ RETURNS TABLE(id bigint, queue text, name text, job_id text, data jsonb, state text, priority integer, attempts integer, max_attempts integer, backoff jsonb, dedup_key text, lock_token uuid, last_error text, error_stack text, progress jsonb, trace_context text, run_at_ms double precision, created_at_ms double precision)
+ LANGUAGE sql
+ IMMUTABLE ROWS 1
+AS $function$
+  select j.id, j.queue, j.name, j.job_id, j.data, j.state, j.priority, j.attempts, j.max_attempts, j.backoff,
+    j.dedup_key, j.lock_token, j.last_error, j.error_stack, j.progress, j.trace_context,
+    (extract(epoch from j.run_at) * 1000)::float8, (extract(epoch from j.created_at) * 1000)::float8
+$function$;
+
+CREATE OR REPLACE FUNCTION pgonce._holds_lease(state text)
+ RETURNS boolean
+ LANGUAGE sql
+ IMMUTABLE PARALLEL SAFE
+AS $function$
+  select state in ('claimed', 'active')
+$function$;
+
+CREATE OR REPLACE FUNCTION pgonce._idle_slot_key(p_queue text, p_slot integer)
+ RETURNS bigint
+ LANGUAGE sql
+ IMMUTABLE PARALLEL SAFE
+AS $function$
+  select hashtextextended('pgonce:pgonce' || ':idle:' || p_queue || ':' || p_slot, 0)
+$function$;
+
+CREATE OR REPLACE FUNCTION pgonce._idle_worker_waits(p_queue text)
+ RETURNS boolean
+ LANGUAGE plpgsql
+AS $function$
+declare
+  v_key bigint;
+begin
+  for v_slot in 0..3 loop
+    v_key := "pgonce"._idle_slot_key(p_queue, v_slot);
+    if not pg_try_advisory_lock_shared(v_key) then
+      return true;
+    end if;
+    perform pg_advisory_unlock_shared(v_key);
+  end loop;
+  return false;
+end
+$function$;
+
+CREATE OR REPLACE FUNCTION pgonce._insert_jobs(p_queue text, p_names text[], p_datas jsonb[], p_job_ids text[], p_dedup_ids text[], p_delays_ms bigint[], p_priorities integer[], p_max_attempts integer[], p_backoffs jsonb[], p_blocked boolean[], p_trace_contexts text[])
+ RETURNS SETOF pgonce.jobs
+ LANGUAGE plpgsql
+AS $function$
+begin
+  return query
+  insert into "pgonce".jobs
+    (id, queue, name, data, job_id, dedup_key, state, run_at, priority, max_attempts, backoff, trace_context)
+  select nextval('"pgonce".job_ids'), p_queue, i.name, coalesce(i.data, '{}'::jsonb), i.job_id, i.dedup_id,
+    case when coalesce(i.blocked, false) then 'waiting-children'
+         when coalesce(i.delay_ms, 0) > 0 then 'delayed' else 'waiting' end,
+    now() + make_interval(secs => coalesce(i.delay_ms, 0) / 1000.0),
+    coalesce(i.priority, d.priority), coalesce(i.max_attempts, d.max_attempts), i.backoff, i.trace_context
+  from (
+    select * from unnest(p_names, p_datas, p_job_ids, p_dedup_ids, p_delays_ms, p_priorities, p_max_attempts,
+                         p_backoffs, p_blocked, p_trace_contexts)
+      with ordinality as u(name, data, job_id, dedup_id, delay_ms, priority, max_attempts, backoff, blocked, trace_context, ord)
+    order by u.ord
+  ) i cross join "pgonce"._job_defaults() d
+  on conflict (job_id) where job_id is not null and "pgonce"._is_live(state) do nothing
+  returning *;
+end
+$function$;
+
+CREATE OR REPLACE FUNCTION pgonce._is_live(state text)
+ RETURNS boolean
+ LANGUAGE sql
+ IMMUTABLE PARALLEL SAFE
+AS $function$
+  select state in ('waiting', 'delayed', 'waiting-children', 'claimed', 'active')
+$function$;
+
+CREATE OR REPLACE FUNCTION pgonce._is_pending(state text)
+ RETURNS boolean
+ LANGUAGE sql
+ IMMUTABLE PARALLEL SAFE
+AS $function$
+  select state in ('waiting', 'delayed', 'waiting-children', 'claimed')
+$function$;
+
+CREATE OR REPLACE FUNCTION pgonce._is_queued(state text)
+ RETURNS boolean
+ LANGUAGE sql
+ IMMUTABLE PARALLEL SAFE
+AS $function$
+  select state in ('waiting', 'delayed')
+$function$;
+
+CREATE OR REPLACE FUNCTION pgonce._is_terminal(state text)
+ RETURNS boolean
+ LANGUAGE sql
+ IMMUTABLE PARALLEL SAFE
+AS $function$
+  select state in ('completed', 'failed', 'cancelled')
+$function$;
+
+CREATE OR REPLACE FUNCTION pgonce._job_defaults(OUT priority integer, OUT max_attempts integer)
+ RETURNS record
+ LANGUAGE sql
+ IMMUTABLE PARALLEL SAFE
+AS $function$
+  select 0, 1
+$function$;
+
+CREATE OR REPLACE FUNCTION pgonce._job_finished()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+begin
+  if new.dedup_key is not null then
+    delete from "pgonce".dedup_keys k
+    where k.queue = new.queue and k.key = new.dedup_key and k.job_id = new.id and k.expires_at is null;
+  end if;
+  if new.has_dependents then
+    perform "pgonce"._promote_or_fail_dependents(new.id, new.state);
+  end if;
+  return null;
+end
+$function$;
+
+CREATE OR REPLACE FUNCTION pgonce._job_removed()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+begin
+  perform "pgonce"._promote_or_fail_dependents(old.id, 'removed');
+  return old;
+end
+$function$;
+
+CREATE OR REPLACE FUNCTION pgonce._key_held(expires_at timestamp with time zone, owner_state text)
+ RETURNS boolean
+ LANGUAGE sql
+ STABLE PARALLEL SAFE
+AS $function$
+  select owner_state is not null
+     and (expires_at > now() or (expires_at is null and "pgonce"._is_live(owner_state)))
+$function$;
+
+CREATE OR REPLACE FUNCTION pgonce._promote_or_fail_dependents(p_parent bigint, p_parent_state text)
+ RETURNS void
+ LANGUAGE plpgsql
+AS $function$
+declare
+  v_child record;
+begin
+  -- Lock the dependents first, then read their parents with a fresh snapshot: two parents of one dependent
+  -- completing at once take turns on its row lock, and the second sees the first completed.
+  for v_child in
+    select c.id from "pgonce".jobs c
+    where c.id in (select d.job_id from "pgonce".job_dependencies d where d.depends_on = p_parent)
+      and c.state = 'waiting-children'
+    order by c.id
+    for update
+  loop
+    if p_parent_state <> 'completed' then
+      update "pgonce".jobs set state = 'failed', finished_at = now(),
+        last_error = format('dependency %s %s', p_parent, case p_parent_state when 'removed' then 'was removed' else 'ended ' || p_parent_state end)
+      where id = v_child.id and state = 'waiting-children';
+    elsif not exists (
+      select 1 from "pgonce".job_dependencies d join "pgonce".jobs p on p.id = d.depends_on
+      where d.job_id = v_child.id and p.id <> p_parent and p.state <> 'completed'
+    ) then
+      update "pgonce".jobs
+      -- clock_timestamp(): the dependent may have been added after this transaction began. Due now, it goes behind
+      -- the jobs already queued (its add may be long past).
+      set state = case when run_at <= clock_timestamp() then 'waiting' else 'delayed' end, run_at = greatest(run_at, now())
+      where id = v_child.id and state = 'waiting-children';
+      perform "pgonce"._wake(queue) from "pgonce".jobs where id = v_child.id;
+    end if;
+  end loop;
+end
+$function$;
+
+CREATE OR REPLACE FUNCTION pgonce._step_jobs(p_done_ids bigint[], p_done_tokens uuid[], p_results text[], p_start_ids bigint[], p_start_tokens uuid[], p_lease_ms bigint)
+ RETURNS TABLE(token uuid, state text, attempts integer)
+ LANGUAGE plpgsql
+AS $function$
+begin
+  if cardinality(p_done_ids) > 0 then
+    return query
+    update "pgonce".jobs j
+    set state = case when j.cancel_requested_at is null then 'completed' else 'cancelled' end,
+        result = i.result::jsonb, finished_at = now(), locked_until = null
+    from unnest(p_done_ids, p_done_tokens, p_results) as i(id, token, result)
+    where j.id = i.id and j.state || '' = 'active' and j.lock_token = i.token
+    returning j.lock_token, j.state, j.attempts;
+  end if;
+  if cardinality(p_start_ids) > 0 then
+    if coalesce(cardinality(p_done_ids), 0) = 0 then
+      perform set_config('synchronous_commit', 'off', true);
+    end if;
+    return query
+    update "pgonce".jobs j
+    set state = 'active', attempts = j.attempts + 1, started_at = now(),
+        locked_until = now() + make_interval(secs => p_lease_ms / 1000.0)
+    from unnest(p_start_ids, p_start_tokens) as i(id, token)
+    where j.id = i.id and j.state || '' = 'claimed' and j.lock_token = i.token
+    returning j.lock_token, j.state, j.attempts;
+  end if;
+end
+$function$;
+
+CREATE OR REPLACE FUNCTION pgonce._wake(p_queue text)
+ RETURNS boolean
+ LANGUAGE plpgsql
+AS $function$
+begin
+  if "pgonce"._idle_worker_waits(p_queue) then
+    perform pg_notify('pgonce:pgonce', p_queue);
+    return true;
+  end if;
+  return false;
+end
+$function$;
+
+CREATE OR REPLACE FUNCTION pgonce.add_job(queue text, name text, data jsonb DEFAULT '{}'::jsonb, job_id text DEFAULT NULL::text, dedup_id text DEFAULT NULL::text, dedup_ttl_ms bigint DEFAULT NULL::bigint, dedup_extend boolean DEFAULT false, dedup_replace boolean DEFAULT false, delay_ms bigint DEFAULT NULL::bigint, priority integer DEFAULT NULL::integer, max_attempts integer DEFAULT NULL::integer, backoff jsonb DEFAULT NULL::jsonb, depends_on bigint[] DEFAULT NULL::bigint[], raise_rejection boolean DEFAULT true, trace_context text DEFAULT NULL::text)
+ RETURNS pgonce.admission
+ LANGUAGE plpgsql
+AS $function$
+declare
+  v_answer "pgonce".admission;
+  v_job "pgonce".jobs;
+begin
+  -- One item needs neither _add_jobs()'s savepoint nor its locks: the same rules, called directly.
+  if $4 is null and $5 is null and $13 is null then
+    select * into v_job from "pgonce"._insert_jobs($1, array[$2], array[$3], null, null, array[$9], array[$10],
+      array[$11], array[$12], null, array[$15]);
+    v_answer := row(1, 'added', null, v_job);
+  else
+    select 1, a.outcome, a.error, a.job into v_answer from "pgonce"._admit_one($1, $2, $3, $4, $5, $6,
+      coalesce($7, false), coalesce($8, false), $9, $10, $11, $12, $13, $15) a;
+  end if;
+  if v_answer.outcome in ('added', 'replaced') and "pgonce"._is_queued((v_answer.job).state) then
+    perform "pgonce"._wake($1);
+  end if;
+  if v_answer.error is not null and raise_rejection then
+    raise exception 'pgonce: %', case v_answer.error
+        when 'EXTEND_NOT_PENDING' then 'Duplicate unique_key (extended TTL): the key''s owner is no longer pending'
+        when 'REPLACE_HAS_DEPENDENTS' then 'cannot replace the key''s owner: a live job depends on it'
+        else 'a dependency does not exist' end
+      using errcode = 'PO001', detail = v_answer.error::text;
+  end if;
+  return v_answer;
+end
+$function$;
+
+CREATE OR REPLACE FUNCTION pgonce.add_jobs(queue text, items jsonb)
+ RETURNS SETOF pgonce.admission
+ LANGUAGE sql
+AS $function$
+  select a.* from (
+    select array_agg(e->>'name' order by o) n, array_agg(e->'data' order by o) d, array_agg(e->>'jobId' order by o) j,
+      array_agg(e->>'dedupId' order by o) k, array_agg((e->>'dedupTtlMs')::bigint order by o) t,
+      array_agg((e->>'extend')::boolean order by o) x, array_agg((e->>'replace')::boolean order by o) r,
+      array_agg((e->>'delayMs')::bigint order by o) dl, array_agg((e->>'priority')::integer order by o) p,
+      array_agg((e->>'attempts')::integer order by o) at, array_agg(e->'backoff' order by o) b,
+      array_agg(case when e ? 'dependsOn' then translate((e->'dependsOn')::text, '[]"', '{}') end order by o) dep
+    from jsonb_array_elements(items) with ordinality e(e, o)
+  ) i, "pgonce"._add_jobs(queue, i.n, i.d, i.j, i.k, i.t, i.x, i.r, i.dl, i.p, i.at, i.b, i.dep, null) a
+$function$;
+
+CREATE TRIGGER jobs_finished AFTER UPDATE OF state ON pgonce.jobs FOR EACH ROW WHEN ((pgonce._is_terminal(new.state) AND (NOT pgonce._is_terminal(old.state)) AND ((new.dedup_key IS NOT NULL) OR new.has_dependents))) EXECUTE FUNCTION pgonce._job_finished();
+
+CREATE TRIGGER jobs_removed BEFORE DELETE ON pgonce.jobs FOR EACH ROW WHEN ((old.has_dependents AND (old.state <> 'completed'::text))) EXECUTE FUNCTION pgonce._job_removed();
+
+create view pgonce.failed_jobs as
+ SELECT jobs.id,
+    jobs.queue,
+    jobs.name,
+    jobs.job_id,
+    jobs.attempts,
+    jobs.max_attempts,
+    jobs.last_error,
+    jobs.error_stack,
+    jobs.finished_at,
+    jobs.data
+   FROM pgonce.jobs
+  WHERE jobs.state = 'failed'::text;
+
+create view pgonce.held_keys as
+ SELECT k.queue,
+    k.key,
+    k.job_id,
+    o.state AS job_state,
+    k.expires_at
+   FROM pgonce.dedup_keys k
+     JOIN pgonce.jobs o ON o.id = k.job_id
+  WHERE pgonce._key_held(k.expires_at, o.state);
+
+create view pgonce.job_counts as
+ SELECT jobs.queue,
+        CASE
+            WHEN jobs.state = 'delayed'::text AND jobs.run_at <= now() THEN 'waiting'::text
+            ELSE jobs.state
+        END AS state,
+    count(*) AS jobs
+   FROM pgonce.jobs
+  GROUP BY jobs.queue, (
+        CASE
+            WHEN jobs.state = 'delayed'::text AND jobs.run_at <= now() THEN 'waiting'::text
+            ELSE jobs.state
+        END);
