@@ -21,6 +21,8 @@ export interface EffectsOptions extends ConnectionOptions {
   migrate?: boolean
   /** Size of the pool pgonce opens from `connectionString`. (Default: 10) */
   poolSize?: number
+  /** Use named prepared statements; false behind a transaction-mode pooler (see QueueOptions). (Default: true) */
+  preparedStatements?: boolean
 }
 
 export interface RunOnceOptions {
@@ -39,7 +41,7 @@ export type EffectOutcome = RunOnceOutcome | 'claim-lost'
 /** Default `claimTtl`: five minutes. */
 export const DEFAULT_CLAIM_TTL_MS = 300_000
 
-const OPTION_KEYS = ['connectionString', 'pool', 'schema', 'logger', 'migrate', 'poolSize'] as const
+const OPTION_KEYS = ['connectionString', 'pool', 'schema', 'logger', 'migrate', 'poolSize', 'preparedStatements'] as const
 const RUN_ONCE_KEYS = ['claimTtl', 'doneTtl'] as const
 /** A claim read that finds the row gone or expired retries the claim; this bounds a pathological loop. */
 const MAX_CLAIM_ROUNDS = 100
@@ -53,6 +55,7 @@ export class Effects {
   private readonly ownsPool: boolean
   private readonly logger: Logger
   private readonly ready: SchemaReady
+  private readonly named: boolean
   private closed = false
 
   constructor(options: EffectsOptions) {
@@ -60,6 +63,7 @@ export class Effects {
     this.schema = checkSchema(opts.schema, 'options.schema')
     const poolSize = opts.poolSize === undefined ? 10 : checkInteger(opts.poolSize, 'options.poolSize', 1, 1000)
     const migrateOnFirstUse = opts.migrate === undefined || checkBoolean(opts.migrate, 'options.migrate')
+    this.named = opts.preparedStatements === undefined || checkBoolean(opts.preparedStatements, 'options.preparedStatements')
     this.logger = checkLogger(opts.logger, 'options.logger').child({ component: 'pgonce.effects' })
     const { pool, owned } = openPool(opts, this.logger, poolSize)
     this.pool = pool
@@ -107,7 +111,7 @@ export class Effects {
    * yours to commit or roll back, then answers.
    */
   async record(tx: Transactional, key: string): Promise<boolean> {
-    const execute = executorFor(tx, 'tx')
+    const execute = executorFor(tx, 'tx', this.named)
     checkText(key, 'key')
     await this.executor()
     const rows = await execute(sqlFor('effects-record', this.schema), [key])
@@ -174,6 +178,6 @@ export class Effects {
   private async executor(): Promise<Execute> {
     if (this.closed) throw new Error('pgonce: this Effects is closed')
     await this.ready.ensure()
-    return executorFor(this.pool)
+    return executorFor(this.pool, 'options.pool', this.named)
   }
 }

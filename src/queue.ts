@@ -29,6 +29,11 @@ export interface QueueOptions extends ConnectionOptions {
   maxDataBytes?: number
   /** Size of the pool pgonce opens from `connectionString`. (Default: 10) */
   poolSize?: number
+  /**
+   * Use named prepared statements. Set false behind a transaction-mode pooler such as PgBouncer before 1.21, which
+   * cannot keep them between transactions. (Default: true)
+   */
+  preparedStatements?: boolean
 }
 
 export interface AddOptions extends JobOptions {
@@ -52,7 +57,7 @@ export type JobCounts = Record<JobState, number>
 /** The outcomes of adds, counted since the Queue was made. */
 export type AddOutcomeCounts = Partial<Record<AddOutcome, number>>
 
-const QUEUE_OPTION_KEYS = ['connectionString', 'pool', 'schema', 'logger', 'migrate', 'maxDataBytes', 'poolSize'] as const
+const QUEUE_OPTION_KEYS = ['connectionString', 'pool', 'schema', 'logger', 'migrate', 'maxDataBytes', 'poolSize', 'preparedStatements'] as const
 const ADD_OPTION_KEYS = ['jobId', 'deduplication', 'delay', 'priority', 'attempts', 'backoff', 'dependsOn', 'tx'] as const
 const BULK_ITEM_KEYS = ['name', 'data', 'opts'] as const
 
@@ -65,6 +70,7 @@ export class Queue<Data = unknown> implements JobOwner {
   private readonly ownsPool: boolean
   private readonly logger: Logger
   private readonly maxDataBytes: number
+  private readonly named: boolean
   private readonly ready: SchemaReady
   private closed = false
 
@@ -75,6 +81,7 @@ export class Queue<Data = unknown> implements JobOwner {
     this.maxDataBytes = opts.maxDataBytes === undefined ? 1 << 20 : checkInteger(opts.maxDataBytes, 'options.maxDataBytes', 1)
     const poolSize = opts.poolSize === undefined ? 10 : checkInteger(opts.poolSize, 'options.poolSize', 1, 1000)
     const migrateOnFirstUse = opts.migrate === undefined || checkBoolean(opts.migrate, 'options.migrate')
+    this.named = opts.preparedStatements === undefined || checkBoolean(opts.preparedStatements, 'options.preparedStatements')
     this.logger = checkLogger(opts.logger, 'options.logger').child({ component: 'pgonce.queue', queue: this.name })
     const { pool, owned } = openPool(opts, this.logger, poolSize)
     this.pool = pool
@@ -191,7 +198,7 @@ export class Queue<Data = unknown> implements JobOwner {
   protected async executor(tx: Transactional | undefined, field = 'opts.tx'): Promise<Execute> {
     if (this.closed) throw new Error('pgonce: this Queue is closed')
     // Only an absent tx means "pgonce's pool": a null or wrong tx must not silently run outside the caller's transaction.
-    const execute = tx === undefined ? executorFor(this.pool) : executorFor(tx, field)
+    const execute = executorFor(tx === undefined ? this.pool : tx, field, this.named)
     await this.ready.ensure()
     return execute
   }

@@ -1,6 +1,7 @@
 // Applies pgonce's migrations to one schema under a transaction-scoped advisory lock.
 
 import type { ConnectionOptions } from '../db/connection.js'
+import { inTransaction } from '../db/checkout.js'
 import { openPool } from '../db/connection.js'
 import { checkSchema } from '../db/identifiers.js'
 import { fillPlaceholders } from '../db/sql-files.js'
@@ -29,11 +30,9 @@ export async function migrate(options: MigrateOptions): Promise<{ applied: strin
   const logger = checkLogger(opts.logger, 'options.logger')
   const migrations = committedMigrations()
   const { pool, owned } = openPool(opts, logger, 1)
-  const client = await pool.connect()
   const applied: string[] = []
   try {
-    await client.query('begin')
-    try {
+    await inTransaction(pool, logger, async (client) => {
       await client.query('select pg_advisory_xact_lock(hashtextextended($1, 0))', [`pgonce.migrate:${schema}`])
       await client.query(fillPlaceholders(
         `create schema if not exists :PGONCE_SCHEMA;
@@ -47,13 +46,8 @@ export async function migrate(options: MigrateOptions): Promise<{ applied: strin
         await client.query(fillPlaceholders('insert into :PGONCE_SCHEMA.migrations (filename, hash) values ($1, $2)', schema), [m.filename, m.hash])
         applied.push(m.filename)
       }
-      await client.query('commit')
-    } catch (err) {
-      await client.query('rollback')
-      throw err
-    }
+    })
   } finally {
-    client.release()
     if (owned) await pool.end()
   }
   if (applied.length > 0) logger.info({ schema, applied }, 'pgonce: migrations applied')

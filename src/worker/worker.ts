@@ -88,7 +88,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
     this.pool = pool
     this.ownsPool = owned
     const store = new JobStore(pool, this.schema, this.queue, this.id, resolved.leaseMs, resolved.preparedStatements)
-    this.effects = new Effects({ pool, schema: this.schema, logger: resolved.logger, migrate: false })
+    this.effects = new Effects({ pool, schema: this.schema, logger: resolved.logger, migrate: false, preparedStatements: resolved.preparedStatements })
     this.steps = new StepBatcher(store, report, this.logger)
     const settler = new Settler<Data, Result>(store, this.steps, {
       owner: this,
