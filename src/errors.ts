@@ -12,6 +12,7 @@ export type ValidationCode =
   | 'OUT_OF_RANGE'
   | 'NOT_JSON'
   | 'TOO_LARGE'
+  | 'TOO_DEEP'
   | 'UNKNOWN_OPTION'
   | 'INVALID_IDENTIFIER'
   | 'CONFLICTING_OPTIONS'

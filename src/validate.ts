@@ -7,6 +7,12 @@ export const MAX_TEXT_BYTES = 255
 /** Longest accepted duration (ten years), in milliseconds. */
 export const MAX_DURATION_MS = 315_360_000_000
 const MAX_INT32 = 2_147_483_647
+/**
+ * Deepest accepted JSON (job data, progress), in levels: the value itself is level 1, what an array or object holds
+ * one level below it. Deeper data is rejected with `TOO_DEEP`: Node's own JSON.stringify and JSON.parse overflow the
+ * call stack a few thousand levels down (so would the check itself), and no real payload comes near this.
+ */
+export const MAX_JSON_DEPTH = 1_000
 
 export function fail(code: ValidationError['code'], field: string, message: string): never {
   throw new ValidationError(code, field, message)
@@ -84,6 +90,8 @@ function fieldAt(field: string, path: readonly (string | number)[]): string {
  * whole walk: a field name is only built for the error, never on the way.
  */
 function checkJson(v: unknown, field: string, path: (string | number)[], ancestors: object[]): void {
+  // The path holds one step per level above this value: the recursion stops at the limit, long before the stack does.
+  if (path.length >= MAX_JSON_DEPTH) fail('TOO_DEEP', field, `is nested more than ${MAX_JSON_DEPTH} levels deep`)
   switch (typeof v) {
     case 'string':
       if (v.includes('\u0000') || !v.isWellFormed()) checkWellFormed(v, fieldAt(field, path))
@@ -129,7 +137,8 @@ function checkJson(v: unknown, field: string, path: (string | number)[], ancesto
 /**
  * Serialises job data to JSON text, rejecting anything JSON would change or
  * drop silently: undefined, functions, symbols, BigInt, non-finite numbers,
- * Dates and other class instances, cycles, and strings Postgres refuses.
+ * Dates and other class instances, cycles, and strings Postgres refuses; and data
+ * nested deeper than {@link MAX_JSON_DEPTH} levels (`TOO_DEEP`, naming `field` itself).
  * Called once per item of a batch, so it allocates little: no closures, no
  * field names unless one is at fault, no byte count when the text cannot be too large.
  */
