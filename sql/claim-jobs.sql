@@ -2,7 +2,7 @@
 -- worker's cursor ($6 priority, $7 run_at in ms, $8 id; the head of the queue is (-2147483648, year -1200, 0)): the
 -- first $3 become 'active' (the worker starts their handlers at once: attempt counted, started_at set), the rest
 -- 'claimed' (held under the lease, handler not started: still pending for replace, cancel and removal; the worker
--- starts them with sql/start-jobs.sql). Each gets a lock token and a lease of $4 ms.
+-- starts them with sql/step-jobs.sql). Each gets a lock token and a lease of $4 ms. A paused queue gives nothing.
 -- Seeking past the cursor skips the index entries of the rows earlier claims took (dead until VACUUM, and not even
 -- removable while another transaction holds back the xmin horizon); the worker scans from the head again regularly.
 -- Committed without waiting for the WAL flush (synchronous_commit off for this transaction only): a claim lost in a
@@ -16,6 +16,7 @@ with picked as (
     select ctid from :PGONCE_SCHEMA.jobs
     where queue = $1 and :PGONCE_SCHEMA._is_queued(state) and run_at <= now()
       and (priority, run_at, id) > ($6::integer, to_timestamp($7::float8 / 1000), $8::bigint)
+      and not :PGONCE_SCHEMA._queue_paused($1)
     order by priority, run_at, id
     limit $2
     for update skip locked)) with ordinality p(ctid, ord)

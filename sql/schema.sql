@@ -40,6 +40,25 @@ create table pgonce.job_dependencies (
   constraint job_dependencies_parent FOREIGN KEY (depends_on) REFERENCES pgonce.jobs(id) ON DELETE CASCADE
 );
 
+create table pgonce.job_schedulers (
+  queue text not null,
+  id text not null,
+  every_ms bigint,
+  pattern text,
+  tz text,
+  job_name text not null,
+  job_data jsonb not null default '{}'::jsonb,
+  job_opts jsonb not null default '{}'::jsonb,
+  next_run_at timestamp with time zone not null,
+  last_run_at timestamp with time zone,
+  created_at timestamp with time zone not null default now(),
+  updated_at timestamp with time zone not null default now(),
+  constraint job_schedulers_pkey PRIMARY KEY (queue, id),
+  constraint job_schedulers_check CHECK (((every_ms IS NULL) <> (pattern IS NULL))),
+  constraint job_schedulers_every_ms_check CHECK ((every_ms > 0))
+);
+comment on table pgonce.job_schedulers is 'One row per scheduler: every_ms or a cron pattern (tz: IANA time zone, null: UTC), the job template, the next tick.';
+
 create table pgonce.jobs (
   id bigint not null default nextval('pgonce.job_ids'::regclass),
   queue text not null,
@@ -87,6 +106,29 @@ create table pgonce.processed_effects (
   constraint processed_effects_pkey PRIMARY KEY (effect_key)
 );
 
+create table pgonce.queue_settings (
+  queue text not null,
+  paused boolean not null default false,
+  completed_retention_ms bigint,
+  failed_retention_ms bigint,
+  max_completed integer,
+  updated_at timestamp with time zone not null default now(),
+  constraint queue_settings_pkey PRIMARY KEY (queue),
+  constraint queue_settings_completed_retention_ms_check CHECK ((completed_retention_ms >= 0)),
+  constraint queue_settings_failed_retention_ms_check CHECK ((failed_retention_ms >= 0)),
+  constraint queue_settings_max_completed_check CHECK ((max_completed >= 0))
+);
+comment on table pgonce.queue_settings is 'Per queue: paused (workers claim nothing), retention of completed (and cancelled) and failed jobs in ms, at most max_completed completed jobs kept; null: the default of _retention_defaults().';
+
+create table pgonce.settings (
+  singleton boolean not null default true,
+  ledger_retention_ms bigint,
+  constraint settings_pkey PRIMARY KEY (singleton),
+  constraint settings_ledger_retention_ms_check CHECK ((ledger_retention_ms > 0)),
+  constraint settings_singleton_check CHECK (singleton)
+);
+comment on table pgonce.settings is 'ledger_retention_ms: processed_effects rows older than this are pruned by housekeeping; null (the default): the ledger is kept forever.';
+
 CREATE INDEX dedup_keys_expiry ON pgonce.dedup_keys USING btree (expires_at) WHERE (expires_at IS NOT NULL);
 
 CREATE INDEX dedup_keys_job ON pgonce.dedup_keys USING btree (job_id);
@@ -95,15 +137,21 @@ CREATE INDEX execution_claims_expiry ON pgonce.execution_claims USING btree (exp
 
 CREATE INDEX job_dependencies_parent ON pgonce.job_dependencies USING btree (depends_on);
 
+CREATE INDEX job_schedulers_due ON pgonce.job_schedulers USING btree (queue, next_run_at);
+
 CREATE INDEX jobs_delayed ON pgonce.jobs USING btree (queue, run_at) WHERE (state = 'delayed'::text);
 
 CREATE INDEX jobs_due ON pgonce.jobs USING btree (queue, priority, run_at, id) WHERE pgonce._is_queued(state);
+
+CREATE INDEX jobs_finished ON pgonce.jobs USING btree (queue, state, finished_at) WHERE pgonce._is_terminal(state);
 
 CREATE INDEX jobs_job_id_history ON pgonce.jobs USING btree (job_id, id) WHERE (job_id IS NOT NULL);
 
 CREATE INDEX jobs_leases ON pgonce.jobs USING btree (locked_until) WHERE pgonce._holds_lease(state);
 
 CREATE UNIQUE INDEX jobs_live_job_id ON pgonce.jobs USING btree (job_id) WHERE ((job_id IS NOT NULL) AND pgonce._is_live(state));
+
+CREATE INDEX processed_effects_recorded ON pgonce.processed_effects USING btree (recorded_at);
 
 CREATE OR REPLACE FUNCTION pgonce._add_jobs(p_queue text, p_names text[], p_datas jsonb[], p_job_ids text[], p_dedup_ids text[], p_dedup_ttls_ms bigint[], p_extends boolean[], p_replaces boolean[], p_delays_ms bigint[], p_priorities integer[], p_max_attempts integer[], p_backoffs jsonb[], p_depends_on text[], p_trace_contexts text[])
  RETURNS SETOF pgonce.admission
@@ -513,6 +561,37 @@ begin
     end if;
   end loop;
 end
+$function$;
+
+CREATE OR REPLACE FUNCTION pgonce._prunable(j pgonce.jobs)
+ RETURNS boolean
+ LANGUAGE sql
+ STABLE PARALLEL SAFE
+AS $function$
+  select "pgonce"._is_terminal(j.state)
+     and not exists (select 1 from "pgonce".dedup_keys k where k.job_id = j.id and k.expires_at > now())
+     and not exists (
+       select 1 from "pgonce".job_dependencies d join "pgonce".jobs c on c.id = d.job_id
+       where d.depends_on = j.id and "pgonce"._is_live(c.state))
+     and (j.job_id is null or not exists (
+       select 1 from "pgonce".jobs o
+       where o.job_id = j.job_id and o.id < j.id and "pgonce"._is_terminal(o.state)))
+$function$;
+
+CREATE OR REPLACE FUNCTION pgonce._queue_paused(p_queue text)
+ RETURNS boolean
+ LANGUAGE sql
+ STABLE PARALLEL SAFE
+AS $function$
+  select coalesce((select s.paused from "pgonce".queue_settings s where s.queue = p_queue), false)
+$function$;
+
+CREATE OR REPLACE FUNCTION pgonce._retention_defaults(OUT completed_ms bigint, OUT failed_ms bigint, OUT max_completed integer)
+ RETURNS record
+ LANGUAGE sql
+ IMMUTABLE PARALLEL SAFE
+AS $function$
+  select 86400000::bigint, 604800000::bigint, null::integer
 $function$;
 
 CREATE OR REPLACE FUNCTION pgonce._step_jobs(p_done_ids bigint[], p_done_tokens uuid[], p_results text[], p_start_ids bigint[], p_start_tokens uuid[], p_lease_ms bigint)

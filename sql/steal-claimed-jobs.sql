@@ -4,7 +4,7 @@
 -- them; nothing of theirs ran. Sent only after a claim found nothing due.
 with picked as (
   select ctid from :PGONCE_SCHEMA.jobs
-  where queue = $1 and state = 'claimed' and locked_by <> $4
+  where queue = $1 and state = 'claimed' and locked_by <> $4 and not :PGONCE_SCHEMA._queue_paused($1)
   order by priority, run_at, id
   limit $2
   for update skip locked

@@ -120,6 +120,17 @@ export class Effects {
     return first
   }
 
+  /**
+   * Sets how long `processed_effects` rows are kept (stored in Postgres; every worker's housekeeping prunes by it). By
+   * default, and after `null`, the ledger is kept forever: it is the durable record that an effect happened, and a
+   * replay of a job older than the retention would apply its effect again.
+   */
+  async setLedgerRetention(ms: number | null): Promise<void> {
+    const value = ms === null ? null : checkInteger(ms, 'ms', 1, MAX_DURATION_MS)
+    const execute = await this.executor()
+    await execute(sqlFor('set-ledger-retention', this.schema), [value])
+  }
+
   /** Ends the pool pgonce opened (a pool you passed in is left open). */
   async close(): Promise<void> {
     if (this.closed) return

@@ -1,4 +1,4 @@
-// Housekeeping (docs/operations.md): rescues expired leases, promotes stranded dependents, deletes expired dedup keys and claims; one runner at a time.
+// Housekeeping (docs/operations.md): rescues expired leases, promotes stranded dependents, deletes expired dedup keys and claims, prunes finished jobs and (if asked) the ledger; one runner at a time.
 
 import type pg from 'pg'
 import type { ConnectionOptions } from './db/connection.js'
@@ -27,6 +27,10 @@ export interface MaintenanceResult {
   expiredClaims: number
   /** Jobs moved out of 'waiting-children' whose dependencies had all completed without promoting them (a crash in between). */
   promoted: number
+  /** Finished jobs deleted by retention (their queue's period, or its cap on completed jobs). */
+  pruned: number
+  /** processed_effects rows deleted by the ledger retention (none unless one is set). */
+  prunedEffects: number
   /** False when another runner held the lock, so this call did nothing. */
   ran: boolean
 }
@@ -49,7 +53,7 @@ export async function runMaintenance(options: MaintenanceOptions): Promise<Maint
   const batchSize = opts.batchSize === undefined ? 1000 : checkInteger(opts.batchSize, 'options.batchSize', 1, 100_000)
   const logger = checkLogger(opts.logger, 'options.logger').child({ component: 'pgonce.maintenance' })
   const { pool, owned } = openPool(opts, logger, 1)
-  const result: MaintenanceResult = { rescued: 0, expiredKeys: 0, expiredClaims: 0, promoted: 0, ran: false }
+  const result: MaintenanceResult = { rescued: 0, expiredKeys: 0, expiredClaims: 0, promoted: 0, pruned: 0, prunedEffects: 0, ran: false }
   try {
     await withClient(pool, logger, async (client, discard) => {
       const [lock] = (await client.query<{ locked: boolean }>(sqlFor('try-maintenance-lock', schema), [schema])).rows
@@ -60,6 +64,8 @@ export async function runMaintenance(options: MaintenanceOptions): Promise<Maint
         result.promoted = await drain(client, sqlFor('promote-dependents', schema), [batchSize])
         result.expiredKeys = await drain(client, sqlFor('delete-expired-dedup-keys', schema), [batchSize])
         result.expiredClaims = await drain(client, sqlFor('delete-expired-claims', schema), [batchSize])
+        result.pruned = await prune(client, schema, batchSize)
+        result.prunedEffects = await drain(client, sqlFor('prune-ledger', schema), [batchSize])
       } catch (err) {
         // A client whose unlock may not run must not go back to the pool holding the lock.
         discard(err as Error)
@@ -71,10 +77,21 @@ export async function runMaintenance(options: MaintenanceOptions): Promise<Maint
   } finally {
     if (owned) await pool.end()
   }
-  if (result.rescued + result.expiredKeys + result.expiredClaims + result.promoted > 0) {
+  if (result.rescued + result.expiredKeys + result.expiredClaims + result.promoted + result.pruned + result.prunedEffects > 0) {
     logger.info({ ...result, schema }, 'pgonce: housekeeping')
   }
   return result
+}
+
+/** Retention: for every (queue, state) with finished jobs, those past their period; then each queue's cap. */
+async function prune(client: pg.PoolClient, schema: string, batchSize: number): Promise<number> {
+  const { rows: pairs } = await client.query<{ queue: string; state: string }>(sqlFor('finished-queues', schema))
+  let total = 0
+  for (const { queue, state } of pairs) {
+    total += await drain(client, sqlFor('prune-finished-jobs', schema), [queue, state, batchSize])
+    if (state === 'completed') total += await drain(client, sqlFor('prune-completed-over-cap', schema), [queue, batchSize])
+  }
+  return total
 }
 
 /** Repeats a batch statement returning `count` until a batch is not full (or MAX_ROUNDS); returns the total. */

@@ -15,7 +15,14 @@ import { sqlFor } from './db/sql-files.js'
 import { DeduplicationError, ValidationError } from './errors.js'
 import { type AddOutcome, JOB_STATES, Job, type JobOwner, type JobRow, type JobState } from './job.js'
 import { type Logger, checkLogger } from './logger.js'
+import {
+  type CancelOutcome, type GetJobsOptions, type RetentionSettings, cancelJob, getJobs, getJobsParams, getSettings, removeJob,
+  retentionParams, setPaused, setRetention,
+} from './queue-control.js'
 import { retryFailedJob } from './retry-job.js'
+import {
+  type JobScheduler, type RepeatOptions, type SchedulerTemplate, checkScheduler, listSchedulers, removeScheduler, upsertScheduler,
+} from './schedulers.js'
 import { checkBoolean, checkInteger, checkJobIdRef, checkOptions, checkText, fail } from './validate.js'
 
 export interface QueueOptions extends ConnectionOptions {
@@ -172,6 +179,86 @@ export class Queue<Data = unknown> implements JobOwner {
     const { tx } = checkOptions<WriteOptions>(options, 'options', ['tx'])
     checkJobIdRef(id, 'id')
     return new Job<Data>(await retryFailedJob(await this.executor(tx, 'options.tx'), this.schema, this.name, id), null, this)
+  }
+
+  /**
+   * Cancels a job of this queue: a pending one (also one a worker claimed ahead) at once; a running one is asked to
+   * stop (its `ctx.signal` aborts within a heartbeat, at once when its worker hears the NOTIFY) and ends `cancelled`
+   * whatever its handler returns, unless it completed first. Its no-TTL key is released and the jobs waiting on it
+   * fail. Says what it did.
+   */
+  async cancelJob(id: string, options?: WriteOptions): Promise<CancelOutcome> {
+    const { tx } = checkOptions<WriteOptions>(options, 'options', ['tx'])
+    checkJobIdRef(id, 'id')
+    return cancelJob(await this.executor(tx, 'options.tx'), this.schema, this.name, id)
+  }
+
+  /**
+   * Deletes a pending or finished job of this queue (its keys and dependency edges go with it; jobs waiting on a
+   * pending one fail); true if it did, false if there was none. Throws `RemoveJobError` (nothing changed) for a job
+   * whose handler is running.
+   */
+  async removeJob(id: string, options?: WriteOptions): Promise<boolean> {
+    const { tx } = checkOptions<WriteOptions>(options, 'options', ['tx'])
+    checkJobIdRef(id, 'id')
+    return removeJob(await this.executor(tx, 'options.tx'), this.schema, this.name, id)
+  }
+
+  /** A page of this queue's jobs, newest first: pass the last id as `after` for the next page. */
+  async getJobs(options?: GetJobsOptions): Promise<Job<Data>[]> {
+    const params = getJobsParams(this.name, options)
+    const rows = await getJobs(await this.executor(undefined), this.schema, params)
+    return rows.map((row) => new Job<Data>(row, null, this))
+  }
+
+  /** Stops every worker of this queue from claiming (they finish what they hold); adds are still accepted and deduplicated. */
+  async pause(options?: WriteOptions): Promise<void> {
+    const { tx } = checkOptions<WriteOptions>(options, 'options', ['tx'])
+    await setPaused(await this.executor(tx, 'options.tx'), this.schema, this.name, true)
+  }
+
+  /** Lets the workers of this queue claim again (and wakes the idle ones). */
+  async resume(options?: WriteOptions): Promise<void> {
+    const { tx } = checkOptions<WriteOptions>(options, 'options', ['tx'])
+    await setPaused(await this.executor(tx, 'options.tx'), this.schema, this.name, false)
+  }
+
+  async isPaused(): Promise<boolean> {
+    return (await getSettings(await this.executor(undefined), this.schema, this.name)).paused
+  }
+
+  /** Sets how long this queue's finished jobs are kept (stored in Postgres; housekeeping prunes by it). */
+  async setRetention(settings: RetentionSettings): Promise<void> {
+    const params = retentionParams(this.name, settings)
+    await setRetention(await this.executor(undefined), this.schema, params)
+  }
+
+  /** This queue's retention, with the defaults filled in. */
+  async getRetention(): Promise<Required<{ [K in keyof RetentionSettings]: number | null }>> {
+    const s = await getSettings(await this.executor(undefined), this.schema, this.name)
+    return { completedMs: s.completedRetentionMs, failedMs: s.failedRetentionMs, maxCompleted: s.maxCompleted }
+  }
+
+  /**
+   * Creates or replaces scheduler `id`: a job from `template` every `repeat.every` ms or on `repeat.pattern` (cron,
+   * in `repeat.tz`). Every worker of this queue ticks it; one job per tick however many run (the tick's jobId is
+   * `sched:<id>:<tick ms>`). Ticks missed while no worker ran are not replayed: the first one after adds one job.
+   * Replacing a scheduler restarts its schedule from now (database clock).
+   */
+  async upsertJobScheduler(id: string, repeat: RepeatOptions, template: SchedulerTemplate<Data>): Promise<void> {
+    const s = checkScheduler(id, repeat, template, this.maxDataBytes)
+    await upsertScheduler(await this.executor(undefined), this.schema, this.name, s)
+  }
+
+  /** Deletes scheduler `id`; true if it existed. The jobs it added stay. */
+  async removeJobScheduler(id: string): Promise<boolean> {
+    checkText(id, 'id')
+    return removeScheduler(await this.executor(undefined), this.schema, this.name, id)
+  }
+
+  /** This queue's schedulers, by id. */
+  async getJobSchedulers(): Promise<JobScheduler<Data>[]> {
+    return listSchedulers<Data>(await this.executor(undefined), this.schema, this.name)
   }
 
   /** Ends the pool pgonce opened (a pool you passed in is left open). */

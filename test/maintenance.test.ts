@@ -86,7 +86,7 @@ describe('runMaintenance', () => {
       const job = await queue.add('x', {}, { attempts: 2 })
       await leaseExpired(job.id, 1)
       const blocked = await runMaintenance({ pool: db.pool, schema: db.schema })
-      expect(blocked).toEqual({ rescued: 0, expiredKeys: 0, expiredClaims: 0, promoted: 0, ran: false })
+      expect(blocked).toEqual({ rescued: 0, expiredKeys: 0, expiredClaims: 0, promoted: 0, pruned: 0, prunedEffects: 0, ran: false })
       expect((await storedJob(db, job.id)).state).toBe('active')
       await holder.query(sqlFor('release-maintenance-lock', db.schema), [db.schema])
       expect(await runMaintenance({ pool: db.pool, schema: db.schema })).toMatchObject({ rescued: 1, ran: true })

@@ -118,6 +118,11 @@ export class Notifier {
       })
       try {
         await client.connect()
+        // pg lets a connection string's own parameters win over the config, application_name included: name the
+        // session explicitly, so that the listener is 'pgonce-listener <worker id>' whatever the string says.
+        if (this.config.application_name !== undefined) {
+          await client.query("select set_config('application_name', $1, false)", [this.config.application_name])
+        }
         // The channel comes from an allow-listed schema name; quoted because it contains ':'.
         await client.query(`listen "${this.channel}"`)
       } catch (err) {

@@ -19,6 +19,7 @@ import { type Handler, JobRunner } from './job-runner.js'
 import { JobStore } from './job-store.js'
 import { Leases } from './leases.js'
 import { Notifier, listenConfig } from './notifier.js'
+import { Schedules } from './schedules.js'
 import { type ResolvedWorkerOptions, type WorkerOptions, resolveWorkerOptions } from './options.js'
 import { Settler } from './settler.js'
 import { StepBatcher } from './step-batcher.js'
@@ -68,6 +69,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
   private readonly steps: StepBatcher
   private readonly leases: Leases<Data>
   private readonly housekeeping: Housekeeping
+  private readonly schedules: Schedules
   private readonly errors: ErrorReporter
   private state: State = 'idle'
   private started: Promise<void> | undefined
@@ -114,6 +116,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
     }, resolved.pollIntervalMs, this.logger)
     this.leases = new Leases<Data>(store, this.runner.held, resolved.heartbeatMs, report, this.logger)
     this.housekeeping = new Housekeeping(pool, this.schema, resolved.maintenanceIntervalMs, resolved.logger, report)
+    this.schedules = new Schedules(pool, this.schema, this.queue, resolved.pollIntervalMs, this.logger, report)
     if (resolved.autorun) this.run().catch(() => {})
   }
 
@@ -155,6 +158,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
     if (payload === this.queue) this.fetcher.wake()
     // queue.cancelJob on a running job: the next heartbeat would tell; beat now.
     else if (payload.startsWith('!cancel ')) void this.leases.beat()
+    else if (payload === `!schedulers ${this.queue}`) this.schedules.changed()
   }
 
   private async start(): Promise<void> {
@@ -171,6 +175,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
     this.state = 'running'
     this.leases.start()
     this.housekeeping.start()
+    this.schedules.start()
     this.fetcher.start()
     this.logger.info({ concurrency: this.opts.concurrency, batchSize: this.opts.batchSize }, 'pgonce: worker started')
   }
@@ -198,6 +203,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
     this.steps.stop()
     this.state = 'closed'
     await this.housekeeping.stop()
+    await this.schedules.stop()
     await this.notifier.stop()
     await this.effects.close()
     if (this.ownsPool) await this.pool.end()

@@ -1,0 +1,9 @@
+-- The schedulers of queue $1 whose tick has come, locked for this transaction (another worker's tick skips them):
+-- whoever holds the lock adds the tick's job and moves next_run_at on before committing. now_ms: the database clock.
+select s.*, (extract(epoch from s.next_run_at) * 1000)::float8 as next_run_at_ms,
+  (extract(epoch from now()) * 1000)::float8 as now_ms
+from :PGONCE_SCHEMA.job_schedulers s
+where s.queue = $1 and s.next_run_at <= now()
+order by s.next_run_at
+limit 100
+for update skip locked

@@ -1,0 +1,104 @@
+// Job schedulers: one job per tick however many worker processes tick; missed ticks are not replayed; cron patterns and
+// time zones are checked before any I/O; the schedule lives in Postgres.
+
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { Queue, Worker } from '../src/index.js'
+import { exited, spawnFixture, waitFor } from './fixtures/worker-helpers.js'
+import { type TestSchema, freshSchema } from './support/schema.js'
+
+let db: TestSchema
+
+beforeAll(async () => {
+  db = await freshSchema('ops_schedulers')
+  await db.pool.query(`create table "${db.schema}".handled (job_id bigint, pid int, attempt int)`)
+})
+afterAll(async () => {
+  await db.drop()
+})
+
+const queueOf = (name: string) => new Queue(name, { connectionString: db.url, schema: db.schema, migrate: false })
+
+describe('job schedulers', () => {
+  it('3 worker processes ticking a schedule every second for 10 s add exactly one job per tick', async () => {
+    const q = queueOf('sched-multi')
+    const children = [0, 1, 2].map(() => spawnFixture('worker-child.ts', {
+      PGONCE_URL: db.url, PGONCE_SCHEMA: db.schema, QUEUE: 'sched-multi', CONCURRENCY: '2', POLL_MS: '300',
+    }))
+    try {
+      for (const c of children) await waitFor(() => c.output().includes('ready'), 20_000, 'a worker child to start')
+      await q.upsertJobScheduler('every-second', { every: 1_000 }, { name: 'tick', data: { from: 'scheduler' } })
+      await new Promise((r) => setTimeout(r, 10_500))
+      await q.removeJobScheduler('every-second')
+      const { rows } = await db.pool.query<{ job_id: string; n: number }>(
+        `select job_id, count(*)::int as n from "${db.schema}".jobs where queue = 'sched-multi' group by job_id order by job_id`)
+      expect(rows.length).toBeGreaterThanOrEqual(9)
+      expect(rows.length).toBeLessThanOrEqual(11)
+      expect(rows.every((r) => r.n === 1)).toBe(true)
+      const ticks = rows.map((r) => Number(r.job_id.split(':').pop())).sort((a, b) => a - b)
+      for (let i = 1; i < ticks.length; i++) expect(ticks[i]! - ticks[i - 1]!).toBe(1_000)
+      // Every tick's job ran once, by one of the processes.
+      await waitFor(async () => {
+        const { rows: h } = await db.pool.query(`select count(*)::int as n, count(distinct job_id)::int as d from "${db.schema}".handled`)
+        return h[0].n >= rows.length - 1 && h[0].n === h[0].d
+      }, 10_000, 'the ticks to run')
+    } finally {
+      for (const c of children) c.kill('SIGTERM')
+      await Promise.all(children.map((c) => exited(c)))
+      await q.close()
+    }
+  }, 60_000)
+
+  it('after an outage adds one job for the missed ticks, not a burst, and goes on from the next time to come', async () => {
+    const q = queueOf('sched-missed')
+    try {
+      await q.upsertJobScheduler('s', { every: 1_000 }, { name: 'tick' })
+      // As if no worker had run for an hour.
+      await db.pool.query(`update "${db.schema}".job_schedulers set next_run_at = now() - interval '1 hour' where queue = 'sched-missed'`)
+      const worker = new Worker('sched-missed', async () => {}, { connectionString: db.url, schema: db.schema, maintenanceIntervalMs: 0, migrate: false })
+      try {
+        await waitFor(async () => {
+          const { rows } = await db.pool.query(`select count(*)::int as n from "${db.schema}".jobs where queue = 'sched-missed'`)
+          return rows[0].n >= 1
+        }, 5_000, 'the first tick after the outage')
+        const [s] = await q.getJobSchedulers()
+        expect(s!.nextRunAt.getTime()).toBeGreaterThan(Date.now() - 2_000)
+        await new Promise((r) => setTimeout(r, 500))
+        const { rows } = await db.pool.query(`select count(*)::int as n from "${db.schema}".jobs where queue = 'sched-missed'`)
+        expect(rows[0].n).toBeLessThanOrEqual(2)
+      } finally {
+        await worker.close()
+      }
+    } finally {
+      await q.close()
+    }
+  })
+
+  it('stores cron schedules with their time zone; lists and removes them; rejects bad input before any I/O', async () => {
+    const q = queueOf('sched-cron')
+    try {
+      await q.upsertJobScheduler('nightly', { pattern: '0 3 * * *', tz: 'Europe/Berlin' }, { name: 'report', data: { full: true }, opts: { priority: 2 } })
+      const [s] = await q.getJobSchedulers()
+      expect(s).toMatchObject({ id: 'nightly', pattern: '0 3 * * *', tz: 'Europe/Berlin', every: null, template: { name: 'report', data: { full: true }, opts: { priority: 2 } } })
+      // 03:00 in Berlin is 01:00 or 02:00 UTC.
+      expect([1, 2]).toContain(s!.nextRunAt.getUTCHours())
+      expect(s!.nextRunAt.getUTCMinutes()).toBe(0)
+      await q.upsertJobScheduler('nightly', { every: 60_000 }, { name: 'report' })
+      expect((await q.getJobSchedulers())[0]).toMatchObject({ every: 60_000, pattern: null })
+      expect(await q.removeJobScheduler('nightly')).toBe(true)
+      expect(await q.removeJobScheduler('nightly')).toBe(false)
+      expect(await q.getJobSchedulers()).toEqual([])
+
+      const bad = (repeat: unknown, template: unknown = { name: 't' }) =>
+        q.upsertJobScheduler('x', repeat as never, template as never).catch((e: unknown) => e)
+      expect(await bad({ pattern: 'not a cron' })).toMatchObject({ name: 'ValidationError', field: 'repeat.pattern' })
+      expect(await bad({ pattern: '* * * * *', tz: 'Mars/Base' })).toMatchObject({ name: 'ValidationError', field: 'repeat.tz' })
+      expect(await bad({ every: 0 })).toMatchObject({ name: 'ValidationError', field: 'repeat.every' })
+      expect(await bad({ every: 1_000, pattern: '* * * * *' })).toMatchObject({ name: 'ValidationError', code: 'CONFLICTING_OPTIONS' })
+      expect(await bad({ every: 1_000 }, { name: 't', opts: { jobId: 'x' } })).toMatchObject({ name: 'ValidationError', field: 'template.opts.jobId' })
+      expect(await bad({ every: 1_000 }, { name: '' })).toMatchObject({ name: 'ValidationError', field: 'template.name' })
+      expect(await q.getJobSchedulers()).toEqual([])
+    } finally {
+      await q.close()
+    }
+  })
+})
