@@ -408,7 +408,7 @@ CREATE OR REPLACE FUNCTION pgonce._idle_slot_key(p_queue text, p_slot integer)
  LANGUAGE sql
  IMMUTABLE PARALLEL SAFE
 AS $function$
-  select hashtextextended('pgonce:pgonce' || ':idle:' || p_queue || ':' || p_slot, 0)
+  select (hashtextextended('pgonce:pgonce' || ':idle:' || p_queue, 0) & ~3::bigint) | p_slot
 $function$;
 
 CREATE OR REPLACE FUNCTION pgonce._idle_worker_waits(p_queue text)
@@ -416,16 +416,18 @@ CREATE OR REPLACE FUNCTION pgonce._idle_worker_waits(p_queue text)
  LANGUAGE plpgsql
 AS $function$
 declare
-  v_key bigint;
+  v_base bigint := "pgonce"._idle_slot_key(p_queue, 0);
 begin
-  for v_slot in 0..3 loop
-    v_key := "pgonce"._idle_slot_key(p_queue, v_slot);
-    if not pg_try_advisory_lock_shared(v_key) then
-      return true;
-    end if;
-    perform pg_advisory_unlock_shared(v_key);
-  end loop;
-  return false;
+  return case
+    when not pg_try_advisory_lock_shared(v_base) then true
+    when not pg_advisory_unlock_shared(v_base) then true
+    when not pg_try_advisory_lock_shared(v_base | 1) then true
+    when not pg_advisory_unlock_shared(v_base | 1) then true
+    when not pg_try_advisory_lock_shared(v_base | 2) then true
+    when not pg_advisory_unlock_shared(v_base | 2) then true
+    when not pg_try_advisory_lock_shared(v_base | 3) then true
+    when not pg_advisory_unlock_shared(v_base | 3) then true
+    else false end;
 end
 $function$;
 

@@ -1,5 +1,5 @@
---! Previous: sha1:644d6d7b3c0dc76fbf64cc6076031ad37ea6b2f9
---! Hash: sha1:984aff1bb95777382afc8000519f2b49027e1b41
+--! Previous: sha1:b2bb35ef7539286cf722acd290df93a7c5f936bc
+--! Hash: sha1:23e091ffa978523c7aec60e114c96e4f7884adf3
 --! Message: operations: settings, retention, schedulers, autovacuum
 
 -- Running pgonce for months (docs/operations.md): per-queue settings in Postgres (pause, retention), the retention
