@@ -17,7 +17,11 @@ export type RepeatOptions =
     tz?: string
   }
 
-/** The job each tick adds. `opts` are add's options, without `jobId` (each tick's job gets `sched:<id>:<tick ms>`) and `dependsOn`. */
+/**
+ * The job each tick adds. `opts` are add's options, without `jobId` (each tick's job gets `sched:<queue>:<id>:<tick ms>`:
+ * jobIds are unique across queues, so two queues' schedulers of the same id never take each other's ticks) and
+ * `dependsOn`.
+ */
 export interface SchedulerTemplate<Data> {
   name: string
   data?: Data
@@ -38,8 +42,8 @@ export interface JobScheduler<Data = unknown> {
   lastRunAt: Date | null
 }
 
-/** Longest scheduler id, in bytes: each tick's jobId is built from it. */
-const MAX_SCHEDULER_ID_BYTES = 200
+/** Longest scheduler id, in bytes: each tick's jobId (`sched:<queue>:<id>:<tick ms>`, at most 255 bytes) is built from it. */
+const MAX_SCHEDULER_ID_BYTES = 100
 const REPEAT_KEYS = ['every', 'pattern', 'tz'] as const
 const TEMPLATE_KEYS = ['name', 'data', 'opts'] as const
 
@@ -144,7 +148,7 @@ export async function listSchedulers<Data>(execute: Execute, schema: string, que
 /**
  * Runs the ticks of `queue` that have come, inside the caller's transaction (`execute` on one connection, in BEGIN):
  * each due scheduler is locked (FOR UPDATE SKIP LOCKED, so another worker skips it), its job added through add_job()
- * with the jobId `sched:<id>:<tick ms>`, and its next tick stored, all in that transaction: one job per tick however
+ * with the jobId `sched:<queue>:<id>:<tick ms>`, and its next tick stored, all in that transaction: one job per tick however
  * many processes tick. A scheduler whose stored template no longer validates is reported and moved on.
  */
 export async function runDueTicks(execute: Execute, schema: string, queue: string, maxDataBytes: number,
@@ -167,7 +171,7 @@ export async function runDueTicks(execute: Execute, schema: string, queue: strin
       continue
     }
     try {
-      const req = toAddRequest(s.job_name, s.job_data, { ...s.job_opts, jobId: `sched:${s.id}:${tickMs}` }, 'template', maxDataBytes)
+      const req = toAddRequest(s.job_name, s.job_data, { ...s.job_opts, jobId: `sched:${queue}:${s.id}:${tickMs}` }, 'template', maxDataBytes)
       await admitOne({ execute, schema, queue }, req)
       added++
     } catch (err) {

@@ -48,6 +48,29 @@ describe('job schedulers', () => {
     }
   }, 60_000)
 
+  it('two queues with schedulers of the same id each get every one of their ticks (jobIds are unique across queues)', async () => {
+    const names = ['sched-twin-a', 'sched-twin-b']
+    const queues = names.map(queueOf)
+    // Handlers slower than a tick: each tick's job is still live when the other queue ticks at the same second.
+    const workers = names.map((n) => new Worker(n, () => new Promise((r) => setTimeout(r, 1_500)), {
+      connectionString: db.url, schema: db.schema, concurrency: 4, maintenanceIntervalMs: 0, migrate: false,
+    }))
+    try {
+      // A cron pattern with seconds: both queues tick at the same instants.
+      for (const q of queues) await q.upsertJobScheduler('same-id', { pattern: '* * * * * *' }, { name: 'tick' })
+      await new Promise((r) => setTimeout(r, 4_200))
+      for (const q of queues) await q.removeJobScheduler('same-id')
+      const { rows } = await db.pool.query<{ queue: string; n: number }>(
+        `select queue, count(*)::int as n from "${db.schema}".jobs where queue = any($1) group by queue order by queue`, [names])
+      expect(rows.map((r) => r.queue)).toEqual(names)
+      expect(Math.abs(rows[0]!.n - rows[1]!.n)).toBeLessThanOrEqual(1)
+      for (const r of rows) expect(r.n).toBeGreaterThanOrEqual(3)
+    } finally {
+      await Promise.all(workers.map((w) => w.close()))
+      await Promise.all(queues.map((q) => q.close()))
+    }
+  })
+
   it('after an outage adds one job for the missed ticks, not a burst, and goes on from the next time to come', async () => {
     const q = queueOf('sched-missed')
     try {
