@@ -1,19 +1,37 @@
-// The reference model of DESIGN.md §2 (jobId generations, dedup keys with TTL/extend/replace, addBulk) in plain TypeScript.
+// The reference model of DESIGN.md §2 (jobId generations, dedup keys with TTL/extend/replace, addBulk) and of what a
+// job's end does to its key and its dependents, in plain TypeScript.
 //
-// One model for every entry point: queue.add, queue.add in a transaction, queue.addBulk, add_job() and add_jobs().
-// Jobs carry model ids (1, 2, …, in the order the model creates them); the property test maps real `job.id`s onto them.
-// Where DESIGN.md is silent the model follows what add_job() does (migrations/committed/000001-schema.sql), and says so:
+// One model for every entry point: queue.add, queue.add in a transaction, queue.addBulk, add_job() and add_jobs(); a
+// batch is always its items one after another (DESIGN.md §2.3). Jobs carry model ids (1, 2, …, in the order the model
+// creates them); the property test maps real `job.id`s onto them.
+//
+// States: pending = waiting, delayed, waiting-children, claimed (a worker holds it, its handler not started); live =
+// pending + active; terminal = completed, failed, cancelled.
+//
+// A job's end (to a terminal state, however it got there: a worker's statement, a cancel, an operator's UPDATE) does,
+// in the same transaction: its no-TTL key is released if it still owns it (generation-safe); its dependents still in
+// waiting-children are promoted when it completed and every other parent they still have completed too ('waiting',
+// or 'delayed' while their own delay runs), or failed when it failed or was cancelled (last_error 'dependency <id>
+// ended failed|cancelled'), which is their end in turn (cascading, depth first in id order). A job row deleted (by
+// hand, or superseded by a replace) takes its key rows and its dependency edges (both ways) with it; if it had not
+// completed, its dependents still in waiting-children fail first ('dependency <id> was removed').
+//
+// Where DESIGN.md is silent the model follows add_job() (migrations/committed/000004-one-home-for-every-rule.sql), and
+// says so:
 //  - a dependsOn naming a job that does not exist is rejected before the jobId rule is looked at;
-//  - a dependency is recorded only when it blocks the new job (some parent not completed at insert time), so a job
-//    added after its parent completed is not a "live dependent" for REPLACE_HAS_DEPENDENTS. DESIGN.md's wording
-//    ("another job dependsOn it") says it is: `new AdmissionModel({ declaredDependents: true })` reads it that way
-//    (test/helpers/known-drift.ts turns it on in strict mode);
+//  - every dependency edge is recorded, blocking or not: a live job whose dependsOn named the owner is a "live
+//    dependent" for REPLACE_HAS_DEPENDENTS whatever state the owner was in when it was added;
+//  - a job added with dependsOn a parent that had already failed or been cancelled waits in waiting-children (the
+//    failure cascade ran before it existed; only the parent's deletion fails it, 'was removed');
 //  - extend on a held key without TTL gives the key a TTL (expires_at = now() + ttl);
-//  - a deleted parent (replaced, or removed by hand) neither blocks a promotion nor satisfies a dependency check; so a
-//    replace whose dependsOn names the very owner it supersedes leaves the new job in waiting-children for good
-//    (recorded against a parent that is gone, and only a parent's completion promotes).
+//  - a deleted parent neither blocks a promotion nor satisfies a dependency check (its edges are gone).
+// One reading is the model's own, DESIGN.md's last §2.2 row: a replace whose dependsOn names the pending owner it would
+// supersede is rejected with REPLACE_HAS_DEPENDENTS (the new job would be that owner's live dependent); pgonce raises
+// 23503 there instead (test/helpers/known-drift.ts).
 
-export type JobState = 'waiting' | 'delayed' | 'waiting-children' | 'active' | 'completed' | 'failed'
+export type JobState =
+  | 'waiting' | 'delayed' | 'waiting-children' | 'claimed' | 'active' | 'completed' | 'failed' | 'cancelled'
+export type Terminal = 'completed' | 'failed' | 'cancelled'
 export type Outcome = 'added' | 'duplicate-job-id' | 'duplicate-key' | 'extended' | 'replaced'
 export type RejectionCode = 'EXTEND_NOT_PENDING' | 'REPLACE_HAS_DEPENDENTS' | 'DEPENDENCY_NOT_FOUND'
 
@@ -54,12 +72,12 @@ export interface ModelJob {
   priority: number
   maxAttempts: number
   attempts: number
-  /** run_at - created_at in ms; null once a retry has moved run_at. */
+  /** run_at - created_at in ms; null once run_at moved (a retry, or a promotion of a job that was due). */
   delayMs: number | null
-  /** The dependency rows recorded for this job (only when it was blocked at insert), by model id. */
+  /** Its dependency edges, by model id: every job its dependsOn named that still exists. */
   parents: number[]
-  /** Every job its dependsOn named, recorded or not. */
-  dependsOn: number[]
+  /** last_error, with a parent named by model id: `dependency #3 ended failed`. */
+  lastError: string | null
 }
 
 /** A dedup_keys row: its owner, whether expires_at is set, and whether it is in the past (backdated). */
@@ -105,21 +123,25 @@ export interface ModelState {
   nextId: number
 }
 
-const PENDING: ReadonlySet<JobState> = new Set(['waiting', 'delayed', 'waiting-children'])
-const LIVE: ReadonlySet<JobState> = new Set(['waiting', 'delayed', 'waiting-children', 'active'])
+const PENDING: ReadonlySet<JobState> = new Set(['waiting', 'delayed', 'waiting-children', 'claimed'])
+const LIVE: ReadonlySet<JobState> = new Set(['waiting', 'delayed', 'waiting-children', 'claimed', 'active'])
 
 export const isPending = (s: JobState): boolean => PENDING.has(s)
 export const isLive = (s: JobState): boolean => LIVE.has(s)
+export const isTerminal = (s: JobState): boolean => !LIVE.has(s)
+/** What a claim takes: waiting or delayed (due or not: no worker runs, the test claims by hand). */
+export const isQueued = (s: JobState): boolean => s === 'waiting' || s === 'delayed'
 
-export interface ModelOptions {
-  /** REPLACE_HAS_DEPENDENTS counts every live job whose dependsOn named the owner, not only recorded dependencies. */
-  declaredDependents?: boolean
-}
+/** What an add leaves unsaid: _job_defaults() (the property test checks that they agree). */
+export const JOB_DEFAULTS = { priority: 0, maxAttempts: 1 } as const
+
+/** The message sql/fail-job.sql is given by the test (owner-transitions.ts). */
+export const FAILURE_MESSAGE = 'admission-property failure'
 
 export class AdmissionModel {
   private s: ModelState = { jobs: new Map(), keys: new Map(), created: [], nextId: 1 }
-
-  constructor(private readonly options: ModelOptions = {}) {}
+  /** What the last transitions did to dependents, for the coverage tally (drained by the caller). */
+  readonly events: string[] = []
 
   snapshot(): ModelState {
     return structuredClone(this.s)
@@ -173,7 +195,7 @@ export class AdmissionModel {
     if (req.dependsOn?.some((d) => d === 'missing' || !this.s.jobs.has(d))) return 'dependency missing'
     if (req.jobId !== undefined && this.liveGeneration(req.jobId) !== undefined) return 'jobId live'
     const d = req.dedup
-    if (d === undefined) return req.jobId === undefined ? 'plain' : 'jobId free'
+    if (d === undefined) return req.jobId === undefined ? (req.dependsOn === undefined ? 'plain' : 'dependsOn only') : 'jobId free'
     const strategy = d.replace === true ? 'replace' : d.extend === true ? 'extend' : 'no strategy'
     const k = this.s.keys.get(d.id)
     const heldBy = this.heldOwner(d.id)
@@ -184,10 +206,40 @@ export class AdmissionModel {
       where = `not held (${where})`
     } else {
       const state = (this.s.jobs.get(heldBy) as ModelJob).state
-      where = `held, owner ${isPending(state) ? 'pending' : state === 'active' ? 'active' : 'terminal'}`
-      if (strategy === 'replace' && this.hasLiveDependent(heldBy)) where = 'held, owner has a live dependent'
+      const of = state === 'claimed' ? 'claimed' : isPending(state) ? 'pending' : state === 'active' ? 'active' : 'terminal'
+      where = `held, owner ${of}`
+      if (strategy === 'replace' && this.hasLiveDependent(heldBy)) {
+        // Past waiting-children: only a completed owner can have one (promoted, or added after it completed).
+        const queued = this.jobs().some((c) => isLive(c.state) && c.state !== 'waiting-children' && c.parents.includes(heldBy))
+        where = `held, ${of} owner has a live dependent${queued ? ' past waiting-children' : ''}`
+      }
+      else if (strategy === 'replace' && this.supersedesOwnDependency(req)) where = `held, ${of} owner named in dependsOn`
     }
     return `${where} / ${strategy}`
+  }
+
+  /** Finer cells of an add, for the coverage tally: what each dependsOn target is, and the state of a live jobId. */
+  detailCells(req: ModelAdd): string[] {
+    const cells = (req.dependsOn ?? []).map((d) => {
+      const p = d === 'missing' ? undefined : this.s.jobs.get(d)
+      if (p === undefined) return 'dependsOn a missing job'
+      return `dependsOn a ${isLive(p.state) ? 'live' : p.state === 'completed' ? 'completed' : 'failed or cancelled'} parent`
+    })
+    const live = req.jobId === undefined ? undefined : this.liveGeneration(req.jobId)
+    if (live !== undefined) cells.push(`jobId live, generation ${live.state}`)
+    return cells
+  }
+
+  /**
+   * A replace that would supersede (delete) the pending owner its own dependsOn names. pgonce raises 23503 there
+   * (test/helpers/known-drift.ts); the model rejects it as DESIGN.md's "owner has a live dependent".
+   */
+  supersedesOwnDependency(req: ModelAdd): boolean {
+    if (req.dedup?.replace !== true || req.dependsOn === undefined) return false
+    if (req.jobId !== undefined && this.liveGeneration(req.jobId) !== undefined) return false
+    if (req.dependsOn.some((d) => d === 'missing' || !this.s.jobs.has(d))) return false
+    const owner = this.heldOwner(req.dedup.id)
+    return owner !== null && isPending((this.s.jobs.get(owner) as ModelJob).state) && req.dependsOn.includes(owner)
   }
 
   /** One add, applied as add_job() decides it. */
@@ -213,13 +265,13 @@ export class AdmissionModel {
       }
       return this.answer(owner, 'duplicate-key')
     }
-    if (owner !== undefined && this.hasLiveDependent(owner.id)) {
+    if (owner !== undefined && (this.hasLiveDependent(owner.id) || this.supersedesOwnDependency(req))) {
       return { kind: 'rejected', code: 'REPLACE_HAS_DEPENDENTS', owner: owner.id }
     }
     const job = this.insert(req)
-    // A pending owner is superseded (its row and its own dependency rows go); an active or terminal one stays.
-    if (owner !== undefined && isPending(owner.state)) this.s.jobs.delete(owner.id)
     this.s.keys.set(dedup.id, { owner: job.id, ttl: dedup.ttl !== undefined, expired: false })
+    // A pending owner (claimed included) is superseded: its row goes, with its edges; an active or terminal one stays.
+    if (owner !== undefined && isPending(owner.state)) this.remove(owner.id)
     return this.answer(job, owner === undefined ? 'added' : 'replaced')
   }
 
@@ -238,40 +290,53 @@ export class AdmissionModel {
     return { kind: 'batch', answers }
   }
 
-  /** What a worker's claim does: a waiting or delayed job becomes active, its attempt counted. */
+  /** A worker's claim that starts the handler at once: a waiting or delayed job becomes active, its attempt counted. */
   activate(id: number): void {
     const j = this.mustGet(id)
-    if (j.state !== 'waiting' && j.state !== 'delayed') throw new Error(`model: job ${id} is ${j.state}, not claimable`)
+    if (!isQueued(j.state)) throw new Error(`model: job ${id} is ${j.state}, not claimable`)
     j.state = 'active'
     j.attempts += 1
   }
 
-  /** sql/complete-jobs.sql: completed; its no-TTL key released if it still owns it; dependents promoted. */
-  complete(id: number): void {
-    const j = this.mustGetActive(id)
-    j.state = 'completed'
-    this.releaseNoTtlKey(j)
-    for (const c of this.s.jobs.values()) {
-      if (c.state !== 'waiting-children' || !c.parents.includes(id)) continue
-      const blocked = c.parents.some((p) => {
-        const parent = this.s.jobs.get(p)
-        return parent !== undefined && parent.state !== 'completed'
-      })
-      if (!blocked) c.state = (c.delayMs ?? 0) > 0 ? 'delayed' : 'waiting'
-    }
+  /** A claim ahead: a waiting or delayed job becomes claimed (held under a lease), its attempt not counted yet. */
+  claimAhead(id: number): void {
+    const j = this.mustGet(id)
+    if (!isQueued(j.state)) throw new Error(`model: job ${id} is ${j.state}, not claimable`)
+    j.state = 'claimed'
   }
 
-  /** sql/fail-job.sql with no backoff: failed for good after its last attempt (key released), else waiting again. */
+  /** sql/step-jobs.sql's start: a claimed job becomes active, its attempt counted. */
+  start(id: number): void {
+    const j = this.mustGet(id)
+    if (j.state !== 'claimed') throw new Error(`model: job ${id} is ${j.state}, not claimed`)
+    j.state = 'active'
+    j.attempts += 1
+  }
+
+  /** sql/step-jobs.sql's completion of an active job. */
+  complete(id: number): void {
+    this.mustGetActive(id)
+    this.end(id, 'completed')
+  }
+
+  /** sql/fail-job.sql with no backoff: failed for good after its last attempt, else waiting again. */
   fail(id: number): JobState {
     const j = this.mustGetActive(id)
+    j.lastError = FAILURE_MESSAGE
     if (j.attempts >= j.maxAttempts) {
-      j.state = 'failed'
-      this.releaseNoTtlKey(j)
+      this.end(id, 'failed')
     } else {
       j.state = 'waiting'
       j.delayMs = null
     }
     return j.state
+  }
+
+  /** An UPDATE to a terminal state by hand (an operator's, or a cancel): the trigger does the rest, as for any end. */
+  finishByHand(id: number, state: Terminal): void {
+    const j = this.mustGet(id)
+    if (!isLive(j.state)) throw new Error(`model: job ${id} is ${j.state} already`)
+    this.end(id, state)
   }
 
   /** expires_at backdated into the past (a key without TTL is left alone). */
@@ -295,15 +360,57 @@ export class AdmissionModel {
     return true
   }
 
-  /** Completed or failed by an operator's UPDATE: nothing else happens (no key release, no promotion). */
-  finishByHand(id: number, state: 'completed' | 'failed'): void {
-    this.mustGet(id).state = state
-  }
-
-  /** A job row deleted by hand: its key (if any) becomes an orphan, which is not held. */
+  /** A job row deleted by hand. */
   vanish(id: number): void {
     this.mustGet(id)
+    this.remove(id)
+  }
+
+  /** The jobs_finished trigger's work, after the state change. */
+  private end(id: number, state: Terminal, depth = 0): void {
+    const j = this.mustGet(id)
+    j.state = state
+    if (j.key !== null) {
+      const k = this.s.keys.get(j.key)
+      if (k !== undefined && k.owner === id && !k.ttl) this.s.keys.delete(j.key)
+    }
+    for (const c of this.waitingDependents(id)) {
+      if (c.state !== 'waiting-children') continue // failed meanwhile by an earlier dependent's cascade
+      if (state !== 'completed') {
+        this.events.push(depth === 0 ? `${state} parent fails a dependent` : 'a failure cascades to a dependent of a dependent')
+        c.lastError = `dependency #${id} ended ${state}`
+        this.end(c.id, 'failed', depth + 1)
+      } else if (c.parents.every((p) => p === id || this.s.jobs.get(p)?.state === 'completed')) {
+        const delayed = (c.delayMs ?? 0) > 0
+        c.state = delayed ? 'delayed' : 'waiting'
+        // run_at = greatest(run_at, now()): a due job's run_at moves to the promotion.
+        if (!delayed) c.delayMs = null
+        this.events.push(c.parents.length > 1 ? 'completion promotes a dependent of several parents' : 'completion promotes a dependent')
+      } else {
+        this.events.push('completion leaves a dependent waiting for another parent')
+      }
+    }
+  }
+
+  /** A row deleted: the jobs_removed trigger first (unless it completed), then the row, its keys and its edges. */
+  private remove(id: number): void {
+    const j = this.mustGet(id)
+    if (j.state !== 'completed') {
+      for (const c of this.waitingDependents(id)) {
+        if (c.state !== 'waiting-children') continue
+        this.events.push('removed parent fails a dependent')
+        c.lastError = `dependency #${id} was removed`
+        this.end(c.id, 'failed', 1)
+      }
+    }
     this.s.jobs.delete(id)
+    for (const [key, k] of this.s.keys) if (k.owner === id) this.s.keys.delete(key)
+    for (const c of this.s.jobs.values()) c.parents = c.parents.filter((p) => p !== id)
+  }
+
+  /** The jobs in waiting-children with an edge to `id`, in id order (the trigger's loop). */
+  private waitingDependents(id: number): ModelJob[] {
+    return this.jobs().filter((c) => c.state === 'waiting-children' && c.parents.includes(id))
   }
 
   private liveGeneration(jobId: string): ModelJob | undefined {
@@ -312,8 +419,7 @@ export class AdmissionModel {
   }
 
   private hasLiveDependent(id: number): boolean {
-    const of = (c: ModelJob) => (this.options.declaredDependents === true ? c.dependsOn : c.parents)
-    for (const c of this.s.jobs.values()) if (isLive(c.state) && of(c).includes(id)) return true
+    for (const c of this.s.jobs.values()) if (isLive(c.state) && c.parents.includes(id)) return true
     return false
   }
 
@@ -328,22 +434,16 @@ export class AdmissionModel {
       state: blocked ? 'waiting-children' : delayMs > 0 ? 'delayed' : 'waiting',
       jobId: req.jobId ?? null,
       key: req.dedup?.id ?? null,
-      priority: req.priority ?? 0,
-      maxAttempts: req.attempts ?? 1,
+      priority: req.priority ?? JOB_DEFAULTS.priority,
+      maxAttempts: req.attempts ?? JOB_DEFAULTS.maxAttempts,
       attempts: 0,
       delayMs,
-      parents: blocked ? deps : [],
-      dependsOn: deps,
+      parents: deps,
+      lastError: null,
     }
     this.s.jobs.set(job.id, job)
     this.s.created.push(job.id)
     return job
-  }
-
-  private releaseNoTtlKey(j: ModelJob): void {
-    if (j.key === null) return
-    const k = this.s.keys.get(j.key)
-    if (k !== undefined && k.owner === j.id && !k.ttl) this.s.keys.delete(j.key)
   }
 
   private answer(j: ModelJob, outcome: Outcome): JobAnswer {

@@ -187,9 +187,9 @@ export class World {
     const s = `"${this.schema}"`
     const { rows: jobs } = await this.pool.query<{
       id: string; name: string; state: string; job_id: string | null; data: unknown; dedup_key: string | null
-      priority: number; max_attempts: number; attempts: number; delay_ms: number
+      priority: number; max_attempts: number; attempts: number; delay_ms: number; last_error: string | null
     }>(
-      `select id::text, name, state, job_id, data, dedup_key, priority, max_attempts, attempts,
+      `select id::text, name, state, job_id, data, dedup_key, priority, max_attempts, attempts, last_error,
               round(extract(epoch from run_at - created_at) * 1000)::float8 as delay_ms
        from ${s}.jobs where queue = $1`, [this.o.queue])
     const { rows: edges } = await this.pool.query<{ child: string; parent: string }>(
@@ -213,8 +213,8 @@ export class World {
         const delayMs = m === undefined ? null : model.job(m)?.delayMs
         return {
           ref: this.ref(j.id), name: j.name, state: j.state, jobId: this.stripPrefix(j.job_id), data: j.data, key: j.dedup_key,
-          priority: j.priority, maxAttempts: j.max_attempts, attempts: j.attempts,
-          // A retry moves run_at; the model stops tracking the delay then.
+          priority: j.priority, maxAttempts: j.max_attempts, attempts: j.attempts, lastError: this.lastError(j.last_error),
+          // A retry, or the promotion of a due job, moves run_at; the model stops tracking the delay then.
           delayMs: delayMs === null ? null : j.delay_ms,
         }
       }).sort(byRef),
@@ -226,7 +226,7 @@ export class World {
     const expected = {
       jobs: model.jobs().map((j) => ({
         ref: j.id, name: j.name, state: j.state, jobId: j.jobId, data: j.data, key: j.key, priority: j.priority,
-        maxAttempts: j.maxAttempts, attempts: j.attempts, delayMs: j.delayMs,
+        maxAttempts: j.maxAttempts, attempts: j.attempts, lastError: j.lastError, delayMs: j.delayMs,
       })),
       edges: model.jobs().flatMap((j) => j.parents.map((p) => `${j.id}->${p}`)).sort(),
       keys: model.keyRows().map(([key, k]) => ({ key, owner: k.owner, ttl: k.ttl, expired: k.expired })),
@@ -237,6 +237,33 @@ export class World {
       })),
     }
     expect(actual, this.message(`rows after ${label}`)).toEqual(expected)
+  }
+
+  /**
+   * The lookups by id, compared with the model (once a run: a query per job): queue.getJob(id) finds every job of this
+   * queue as stored, and none of another queue; getJobByCustomId is global, so another queue's Queue answers the same.
+   */
+  async expectLookups(model: AdmissionModel, label: string): Promise<void> {
+    const other = new Queue<Payload>(`${this.o.queue}-other`, { pool: this.pool, schema: this.schema, migrate: false })
+    try {
+      const jobs = model.jobs()
+      const actual = {
+        getJob: await Promise.all(jobs.map(async (j) => {
+          const job = await this.queue.getJob(this.realId(j.id))
+          return job === null ? null : { ref: this.ref(job.id), state: job.state, data: job.data }
+        })),
+        otherQueueGetJob: await Promise.all(jobs.slice(0, 2).map((j) => other.getJob(this.realId(j.id)))),
+        otherQueueByCustomId: await Promise.all(this.o.jobIds.map(async (j) => this.ref((await other.getJobByCustomId(this.o.jobIdPrefix + j))?.id ?? null))),
+      }
+      const expected = {
+        getJob: jobs.map((j) => ({ ref: j.id, state: j.state, data: j.data })),
+        otherQueueGetJob: jobs.slice(0, 2).map(() => null),
+        otherQueueByCustomId: this.o.jobIds.map((j) => model.byCustomId(j)),
+      }
+      expect(actual, this.message(`lookups after ${label}`)).toEqual(expected)
+    } finally {
+      await other.close()
+    }
   }
 
   // --- translation ----------------------------------------------------------------------------------------------
@@ -253,6 +280,14 @@ export class World {
   private ref(realId: string | null): number | string | null {
     if (realId === null) return null
     return this.ids.toModel.get(realId) ?? `unknown job.id ${realId}`
+  }
+
+  /** last_error in model terms: the parent a dependency failure names, by model id. */
+  private lastError(text: string | null): string | null {
+    const dep = text === null ? null : /^dependency (\d+) (.*)$/.exec(text)
+    if (dep === null) return text
+    const ref = this.ref(dep[1] as string)
+    return `dependency ${typeof ref === 'number' ? `#${ref}` : `(${ref})`} ${dep[2]}`
   }
 
   private stripPrefix(jobId: string | null): string | null {

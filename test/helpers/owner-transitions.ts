@@ -1,9 +1,12 @@
-// Moves key owners along for the admission property test: claim, complete, fail, key expiry and removal, a row deleted by hand.
+// Moves key owners along for the admission property test: claim (to active, or claimed ahead), start, complete, fail,
+// cancel, finish by hand, key expiry and removal, a row deleted by hand.
 //
-// Completion and failure run pgonce's own statements (sql/complete-jobs.sql, sql/fail-job.sql), so that a key's
-// release is pgonce's logic, not the test's; their parameters are known here and nowhere else in the tests that use
-// this file. A claim is a raw UPDATE that does to the row what sql/claim-due-jobs.sql does (no worker runs, so nothing
-// else ever claims).
+// Starting, completing and failing run pgonce's own statements (sql/step-jobs.sql, sql/fail-job.sql), so that what
+// follows a job's end is pgonce's logic, not the test's; their parameters are known here and nowhere else in the tests
+// that use this file. A claim is a raw UPDATE that does to the row what sql/claim-jobs.sql does to the jobs it claims
+// (no worker runs, so nothing else ever claims; claim-jobs.sql itself only takes due jobs in fetch order, and the test
+// must pick one, due or not). A cancel and a finish by hand are raw UPDATEs too: the jobs_finished trigger releases the
+// key and promotes or fails the dependents, as it does for any end.
 
 import type pg from 'pg'
 import { sqlFor } from '../../src/db/sql-files.js'
@@ -13,32 +16,57 @@ export interface OwnerDb {
   schema: string
 }
 
-/** A claim of one waiting or delayed job (due or not): active, a random lock token, a lease ahead, the attempt counted. */
-export async function claimJob(db: OwnerDb, id: string): Promise<string> {
+/** The lease the test's claims and starts take: far longer than a run. */
+const LEASE_MS = 600_000
+
+/**
+ * A claim of one waiting or delayed job (due or not), as sql/claim-jobs.sql claims: `ahead` false, active with its
+ * attempt counted and started_at set (the first $3 rows); `ahead` true, claimed (leased, handler not started: attempts
+ * unchanged, started_at null). Either way a fresh lock token, a lease, locked_by. Returns the lock token.
+ */
+export async function claimJob(db: OwnerDb, id: string, ahead = false): Promise<string> {
   const { rows } = await db.pool.query<{ lock_token: string }>(
     `update "${db.schema}".jobs
-     set state = 'active', lock_token = gen_random_uuid(), locked_until = now() + interval '10 minutes',
-         locked_by = 'admission-property', attempts = attempts + 1, started_at = now()
+     set state = case when $2 then 'claimed' else 'active' end, lock_token = gen_random_uuid(),
+         locked_until = now() + make_interval(secs => $3::bigint / 1000.0), locked_by = 'admission-property',
+         attempts = attempts + case when $2 then 0 else 1 end, started_at = case when $2 then null else now() end
      where id = $1 and state in ('waiting', 'delayed')
-     returning lock_token::text`, [id])
+     returning lock_token::text`, [id, ahead, LEASE_MS])
   const row = rows[0]
   if (row === undefined) throw new Error(`job ${id} is not waiting or delayed: it cannot be claimed`)
   return row.lock_token
 }
 
-/** sql/complete-jobs.sql for one job: $1 ids, $2 tokens, $3 results (JSON text), $4 'active'. True if it completed. */
-export async function completeJob(db: OwnerDb, id: string, token: string): Promise<boolean> {
-  const { rows } = await db.pool.query(sqlFor('complete-jobs', db.schema), [[id], [token], [null], 'active'])
-  return rows.length === 1
+interface StepRow {
+  token: string
+  state: string
+  attempts: number
+}
+
+/** sql/step-jobs.sql: $1 done ids, $2 their tokens, $3 results (JSON text), $4 start ids, $5 their tokens, $6 lease ms. */
+async function stepJobs(db: OwnerDb, done: [string, string][], start: [string, string][]): Promise<StepRow[]> {
+  const { rows } = await db.pool.query<StepRow>(sqlFor('step-jobs', db.schema), [
+    done.map(([id]) => id), done.map(([, t]) => t), done.map(() => null),
+    start.map(([id]) => id), start.map(([, t]) => t), LEASE_MS])
+  return rows
+}
+
+/** sql/step-jobs.sql starting one claimed job: its row ({ state: 'active', attempts }), or null if the token did not match. */
+export async function startJob(db: OwnerDb, id: string, token: string): Promise<StepRow | null> {
+  return (await stepJobs(db, [], [[id, token]]))[0] ?? null
+}
+
+/** sql/step-jobs.sql completing one active job: its row ({ state: 'completed', … }), or null if the token did not match. */
+export async function completeJob(db: OwnerDb, id: string, token: string): Promise<StepRow | null> {
+  return (await stepJobs(db, [[id, token]], []))[0] ?? null
 }
 
 /**
- * sql/fail-job.sql for one job: $1 id, $2 token, $3 message, $4 stack, $5 backoff ms (0: back at once), $6 'active'.
+ * sql/fail-job.sql for one job: $1 id, $2 token, $3 message, $4 stack, $5 backoff ms (0: back at once).
  * Returns the state it left the job in ('failed' after its last attempt, else 'waiting'), null if the token did not match.
  */
-export async function failJob(db: OwnerDb, id: string, token: string): Promise<string | null> {
-  const { rows } = await db.pool.query<{ state: string }>(
-    sqlFor('fail-job', db.schema), [id, token, 'admission-property failure', null, 0, 'active'])
+export async function failJob(db: OwnerDb, id: string, token: string, message: string): Promise<string | null> {
+  const { rows } = await db.pool.query<{ state: string }>(sqlFor('fail-job', db.schema), [id, token, message, null, 0])
   return rows[0]?.state ?? null
 }
 
@@ -63,16 +91,18 @@ export async function removeOwnKey(
 }
 
 /**
- * Marks a job completed or failed by hand (an operator's UPDATE), bypassing sql/complete-jobs.sql and sql/fail-job.sql:
- * its key is not released and its dependents are not promoted. The only way to reach DESIGN.md §2.2's "no-TTL owner
- * terminal" cell, since pgonce's own statements release such a key in the same statement.
+ * Ends a live job by hand (an operator's UPDATE, bypassing sql/step-jobs.sql and sql/fail-job.sql): completed, failed,
+ * or cancelled (what queue.cancelJob does to a pending job). The lease goes; the jobs_finished trigger does the rest.
+ * False if the job was not live.
  */
-export async function finishJobByHand(db: OwnerDb, id: string, state: 'completed' | 'failed'): Promise<void> {
-  await db.pool.query(
-    `update "${db.schema}".jobs set state = $2, finished_at = now(), lock_token = null, locked_until = null where id = $1`, [id, state])
+export async function finishJobByHand(db: OwnerDb, id: string, state: 'completed' | 'failed' | 'cancelled'): Promise<boolean> {
+  const { rowCount } = await db.pool.query(
+    `update "${db.schema}".jobs set state = $2, finished_at = now(), lock_token = null, locked_until = null
+     where id = $1 and state in ('waiting', 'delayed', 'waiting-children', 'claimed', 'active')`, [id, state])
+  return rowCount === 1
 }
 
-/** Deletes a job row by hand, as an operator might: its key, if any, is left an orphan. */
+/** Deletes a job row by hand, as an operator might: its key rows and dependency edges go with it (foreign keys). */
 export async function deleteJobRow(db: OwnerDb, id: string): Promise<void> {
   await db.pool.query(`delete from "${db.schema}".jobs where id = $1`, [id])
 }
