@@ -235,6 +235,21 @@ export async function startPgbouncer(binary: string, target: string, poolSize: n
 
 // ---------------------------------------------------------------------------------------------------------------
 
+/** A pg.Client of the test's own, connected; `release(client)` rolls back whatever it left open and ends it. */
+export async function connectClient(url: string): Promise<pg.Client> {
+  const client = new pg.Client({ connectionString: url })
+  await client.connect()
+  return client
+}
+
+export async function releaseClient(client: pg.Client | undefined): Promise<void> {
+  await client?.query('rollback').catch(() => {})
+  await client?.end()
+}
+
+/** The backend pid of a connected pg.Client. */
+export const backendPid = (client: pg.Client): number => (client as unknown as { processID: number }).processID
+
 /** The database clock, now. */
 export async function dbNow(pool: pg.Pool): Promise<Date> {
   return (await pool.query<{ now: Date }>('select clock_timestamp() as now')).rows[0]!.now

@@ -1,0 +1,145 @@
+// Fault suite, PgBouncer in transaction mode (a pgbouncer of the test's own: temp config, trust auth, a free port, in
+// front of the test server). Guarantee: with pgonce's options for it (`preparedStatements: false` on Queue, Worker
+// and Effects, the Worker's `listenConnectionString` pointed at PostgreSQL directly) adds, dedup, a worker, effects
+// and wake-ups work through it, and polling works with `listen: false`. Without `preparedStatements: false`,
+// concurrent adds through PgBouncer 1.18 fail (named statements do not survive the hop between server
+// connections): the reason the option exists.
+// pgbouncer missing: skipped, or a failure naming the install command when REQUIRE_PGBOUNCER=1 (CI).
+
+import pg from 'pg'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { Effects, Queue, Worker } from '../../src/index.js'
+import { type TestSchema, freshSchema } from '../support/schema.js'
+import { type Bouncer, PGBOUNCER_INSTALL_HINT, pgbouncerBinary, startPgbouncer, waitFor } from './support.js'
+
+const binary = await pgbouncerBinary()
+const required = process.env.REQUIRE_PGBOUNCER === '1'
+
+describe.runIf(binary === null && required)('PgBouncer (required: REQUIRE_PGBOUNCER=1)', () => {
+  it('is installed', () => {
+    throw new Error(`pgbouncer is not installed but REQUIRE_PGBOUNCER=1: ${PGBOUNCER_INSTALL_HINT}`)
+  })
+})
+
+describe.skipIf(binary === null)(`through PgBouncer in transaction mode${binary === null ? ` (skipped: pgbouncer not installed; ${PGBOUNCER_INSTALL_HINT})` : ''}`, () => {
+  let db: TestSchema
+  let bouncer: Bouncer
+  const closers: (() => Promise<void>)[] = []
+  const opts = () => ({ connectionString: bouncer.url, schema: db.schema, migrate: false, preparedStatements: false })
+
+  beforeAll(async () => {
+    db = await freshSchema('fault_bouncer')
+    // Few server connections for many clients: every transaction may land on another one.
+    bouncer = await startPgbouncer(binary!, db.url, 3)
+  })
+  afterAll(async () => {
+    for (const close of closers.reverse()) await close().catch(() => {})
+    await bouncer?.stop()
+    await db?.drop()
+  })
+
+  const queueOf = (name: string, named = false): Queue => {
+    const q = new Queue(name, { ...opts(), preparedStatements: named, poolSize: 12 })
+    closers.push(() => q.close())
+    return q
+  }
+
+  it('is a transaction-mode bouncer: 6 clients share its 3 server connections, transaction by transaction', async () => {
+    const clients = Array.from({ length: 6 }, () => new pg.Client({ connectionString: bouncer.url }))
+    await Promise.all(clients.map((c) => c.connect()))
+    try {
+      const pids = new Set<number>()
+      for (let round = 0; round < 5; round++) {
+        const rows = await Promise.all(clients.map((c) => c.query<{ pid: number }>('select pg_backend_pid() as pid, pg_sleep(0.01)')))
+        for (const r of rows) pids.add(r.rows[0]!.pid)
+      }
+      expect(pids.size).toBeLessThanOrEqual(3)
+    } finally {
+      await Promise.all(clients.map((c) => c.end()))
+    }
+  })
+
+  it('adds: 50 concurrent adds of one jobId give one job; dedup keys and addBulk answer as without it', async () => {
+    const q = queueOf('bouncer-adds')
+    const same = await Promise.all(Array.from({ length: 50 }, (_, i) => q.add('j', { i }, { jobId: 'bouncer-one' })))
+    expect(new Set(same.map((j) => j.id)).size).toBe(1)
+    expect(same.filter((j) => !j.deduplicated)).toHaveLength(1)
+    const keyed = await Promise.all(Array.from({ length: 30 }, (_, i) => q.add('k', { i }, { deduplication: { id: `bk-${i % 3}`, ttl: 60_000 } })))
+    expect(new Set(keyed.map((j) => j.id)).size).toBe(3)
+    const bulk = await Promise.all(Array.from({ length: 10 }, () => q.addBulk([
+      { name: 'b', data: {}, opts: { jobId: 'bulk-a' } },
+      { name: 'b', data: {}, opts: { deduplication: { id: 'bulk-k' } } },
+      { name: 'b', data: {} },
+    ])))
+    expect(new Set(bulk.map((b) => b[0]!.id)).size).toBe(1)
+    expect(new Set(bulk.map((b) => b[1]!.id)).size).toBe(1)
+    expect(new Set(bulk.map((b) => b[2]!.id)).size).toBe(10)
+    expect(await q.getDeduplicationJobId('bk-0')).toBe(keyed[0]!.id)
+    const { rows } = await db.pool.query<{ n: number }>(
+      `select count(*)::int as n from "${db.schema}".jobs where queue = 'bouncer-adds'`)
+    expect(rows[0]!.n).toBe(1 + 3 + 2 + 10)
+  })
+
+  it('a worker (listening past the bouncer) runs jobs and effects once, and wakes on NOTIFY within the poll', async () => {
+    const q = queueOf('bouncer-work')
+    const effects = new Effects(opts())
+    closers.push(() => effects.close())
+    const started = new Map<string, number>()
+    const worker = new Worker<{ n: number }>('bouncer-work', async (job, ctx) => {
+      started.set(job.id, Date.now())
+      await ctx.effect(`bouncer:${job.data.n}`, async (tx) => {
+        await tx.query('select 1')
+      })
+      return ctx.transaction(async (tx) => (await tx.query<{ n: number }>('select $1::int as n', [job.data.n])).rows[0]!.n)
+    }, { ...opts(), concurrency: 8, listenConnectionString: db.url, pollIntervalMs: 60_000, maintenanceIntervalMs: 0 })
+    const errors: Error[] = []
+    worker.on('error', (err) => errors.push(err))
+    closers.push(() => worker.close())
+    await worker.run()
+    const jobs = await q.addBulk(Array.from({ length: 40 }, (_, n) => ({ name: 'w', data: { n } })))
+    await waitFor(async () => (await db.pool.query<{ n: number }>(
+      `select count(*)::int as n from "${db.schema}".jobs where queue = 'bouncer-work' and state = 'completed'`)).rows[0]!.n === 40,
+    20_000, 'all 40 jobs to complete through the bouncer')
+    const { rows } = await db.pool.query<{ n: number }>(
+      `select count(*)::int as n from "${db.schema}".processed_effects where effect_key like 'bouncer:%'`)
+    expect(rows[0]!.n).toBe(40)
+    expect((await q.getJob(jobs[7]!.id))?.result).toBe(7)
+    // Idle now: only a NOTIFY (sent by an add through the bouncer, heard on the direct LISTEN connection) can start the
+    // next job within the minute-long poll.
+    await new Promise((r) => setTimeout(r, 300))
+    const t0 = Date.now()
+    const ping = await q.add('w', { n: 1000 })
+    await waitFor(() => started.has(ping.id), 5_000, 'the job added through the bouncer to wake the worker')
+    expect(started.get(ping.id)! - t0).toBeLessThan(2_000)
+    // The same through Effects.runOnce, unnamed statements behind the bouncer.
+    expect(await effects.runOnce('bouncer:run-once', () => {})).toBe('ran')
+    expect(await effects.runOnce('bouncer:run-once', () => {})).toBe('duplicate-done')
+    expect(errors).toEqual([])
+  })
+
+  it('with listen: false, a worker polls through the bouncer alone', async () => {
+    const q = queueOf('bouncer-poll')
+    const seen = new Set<string>()
+    const worker = new Worker('bouncer-poll', async (job) => {
+      seen.add(job.id)
+    }, { ...opts(), listen: false, pollIntervalMs: 200, maintenanceIntervalMs: 0 })
+    closers.push(() => worker.close())
+    await worker.run()
+    expect(worker.listenerPid).toBeNull()
+    await new Promise((r) => setTimeout(r, 300))
+    const job = await q.add('p', {})
+    await waitFor(() => seen.has(job.id), 5_000, 'the poll to find the job')
+  })
+
+  it('without preparedStatements: false, concurrent adds through PgBouncer 1.18 fail (why the option exists)', async () => {
+    const q = queueOf('bouncer-named', true)
+    const failures: string[] = []
+    for (let round = 0; round < 5 && failures.length === 0; round++) {
+      const results = await Promise.allSettled(Array.from({ length: 40 }, (_, i) => q.add('n', { i }, { jobId: `named-${round}-${i % 5}` })))
+      for (const r of results) if (r.status === 'rejected') failures.push(`${(r.reason as { code?: string }).code}: ${(r.reason as Error).message}`)
+    }
+    // 26000: prepared statement "pgonce_…" does not exist; 42P05: … already exists (the hop between server connections).
+    expect(failures.length).toBeGreaterThan(0)
+    expect(failures.every((f) => /^(26000|42P05|08P01): .*prepared statement/.test(f)), failures.slice(0, 3).join('\n')).toBe(true)
+  })
+})
