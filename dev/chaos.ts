@@ -1,0 +1,289 @@
+// npm run chaos: pgonce under random faults, then a Jepsen-style check of what it promised.
+//
+// Producers add jobs over a small key space (many duplicates: jobIds, dedup keys with and without a TTL, replace,
+// batches) while 3 worker processes run handlers that make two ctx.effects each (each effect inserts a row into this
+// run's chaos_effects table, in the effect's own transaction). Meanwhile the harness SIGKILLs workers (and restarts
+// them), freezes them (SIGSTOP, sometimes past their lease, then SIGCONT) and terminates random backends of pgonce's
+// (pg_terminate_backend on the workers' pools and listeners and the producers' pool). At the end: faults stop, the
+// queue drains, the workers get SIGTERM, and the run is checked from the database:
+//   lost        acknowledged adds not accounted for (no job with that id, and none now standing for its jobId or
+//               key), plus completed jobs missing one of their effects
+//   duplicated  effect keys applied more than once (rows counted per key)
+//   crashed     worker processes that exited on their own or with an unhandled error, or not cleanly on SIGTERM
+// The last line is exactly `lost=N duplicated=N crashed=N`; the exit code is 1 if any is non-zero.
+//
+//   CHAOS_SECONDS=30 npm run chaos      (default 120; DATABASE_URL, else postgres://postgres@127.0.0.1:5432/test)
+//
+// A fresh schema (chaos_<random>) is used and dropped at the end, also on Ctrl-C.
+
+import { type ChildProcess, spawn } from 'node:child_process'
+import { randomBytes, randomInt } from 'node:crypto'
+import { fileURLToPath } from 'node:url'
+import pg from 'pg'
+import { Queue, Worker, migrate } from '../src/index.js'
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms))
+const withApp = (url: string, name: string): string => `${url}${url.includes('?') ? '&' : '?'}application_name=${encodeURIComponent(name)}`
+
+const LEASE_MS = 1_500
+
+if (process.env.CHAOS_ROLE === 'worker') await runWorker()
+else await runHarness()
+
+// ---------------------------------------------------------------------------------------------------------------
+// A worker process.
+
+async function runWorker(): Promise<void> {
+  const crash = (kind: string) => (err: unknown) => {
+    process.stderr.write(`CRASH ${kind}: ${(err as Error)?.stack ?? String(err)}\n`)
+    process.exit(70)
+  }
+  process.on('uncaughtException', crash('uncaughtException'))
+  process.on('unhandledRejection', crash('unhandledRejection'))
+  const url = process.env.CHAOS_URL as string
+  const schema = process.env.CHAOS_SCHEMA as string
+  const worker = new Worker<Record<string, unknown>>('chaos', async (job, ctx) => {
+    const effect = (n: number) => ctx.effect(`${job.id}:${n}`, async (tx) => {
+      await tx.query(`insert into "${schema}".chaos_effects (effect_key, job_id, pid) values ($1, $2, $3)`,
+        [`${job.id}:${n}`, job.id, process.pid])
+    })
+    await effect(1)
+    await sleep(randomInt(0, 40))
+    await effect(2)
+    await sleep(randomInt(0, 10))
+    return { by: process.pid }
+  }, {
+    connectionString: url, schema, concurrency: 4, leaseMs: LEASE_MS, heartbeatMs: 400, pollIntervalMs: 300,
+    maintenanceIntervalMs: 500, migrate: false,
+  })
+  let errors = 0
+  worker.on('error', () => errors++)
+  process.once('SIGTERM', () => {
+    void worker.close().then(() => {
+      process.stderr.write(`worker ${process.pid}: closed (${errors} errors reported)\n`)
+      process.exit(0)
+    })
+  })
+  await worker.run()
+  process.stdout.write('ready\n')
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// The harness.
+
+interface Ack {
+  id: string
+  jobId: string | null
+  key: string | null
+}
+
+interface Slot {
+  child: ChildProcess
+  /** Set just before the harness kills it (SIGKILL now, SIGTERM at the end). */
+  killedBy: 'SIGKILL' | 'SIGTERM' | null
+  stopped: boolean
+  stderr: string
+}
+
+async function runHarness(): Promise<void> {
+  const seconds = Number(process.env.CHAOS_SECONDS ?? 120)
+  const url = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
+  const run = randomBytes(4).toString('hex')
+  const schema = `chaos_${run}`
+  const workerApp = `chaos-${run}-w`
+  const producerApp = `chaos-${run}-p`
+  const log = (msg: string) => process.stdout.write(`${msg}\n`)
+
+  await migrate({ connectionString: url, schema })
+  const pool = new pg.Pool({ connectionString: withApp(url, `chaos-${run}-harness`), max: 3 })
+  pool.on('error', () => {})
+  await pool.query(`create table "${schema}".chaos_effects (effect_key text not null, job_id bigint not null, pid int not null,
+    at timestamptz not null default clock_timestamp())`)
+
+  const crashes: string[] = []
+  const slots: Slot[] = []
+  const file = fileURLToPath(import.meta.url)
+  const start = (): Slot => {
+    const child = spawn(process.execPath, ['--conditions=development', '--import', 'tsx', file], {
+      env: { ...process.env, CHAOS_ROLE: 'worker', CHAOS_URL: withApp(url, workerApp), CHAOS_SCHEMA: schema },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    })
+    const slot: Slot = { child, killedBy: null, stopped: false, stderr: '' }
+    child.stderr?.on('data', (c: Buffer) => (slot.stderr = (slot.stderr + c.toString()).slice(-4_000)))
+    child.on('exit', (code, signal) => {
+      const expected = (slot.killedBy === 'SIGKILL' && signal === 'SIGKILL') || (slot.killedBy === 'SIGTERM' && code === 0)
+      if (!expected) crashes.push(`worker ${child.pid} exited (code ${code}, signal ${signal}) ${slot.stderr.trim().split('\n').slice(-3).join(' | ')}`)
+    })
+    return slot
+  }
+  for (let i = 0; i < 3; i++) slots.push(start())
+
+  const queue = new Queue('chaos', { connectionString: withApp(url, producerApp), schema, migrate: false, poolSize: 6 })
+  let cleaned = false
+  const cleanup = async (): Promise<void> => {
+    if (cleaned) return
+    cleaned = true
+    for (const s of slots) {
+      if (s.child.exitCode === null && s.child.signalCode === null) {
+        s.killedBy = 'SIGKILL'
+        s.child.kill('SIGKILL')
+      }
+    }
+    await queue.close().catch(() => {})
+    await pool.query(`drop schema if exists "${schema}" cascade`).catch(() => {})
+    await pool.end().catch(() => {})
+  }
+  process.once('SIGINT', () => void cleanup().then(() => process.exit(130)))
+
+  try {
+    // -- load --------------------------------------------------------------------------------------------------
+    const acks: Ack[] = []
+    let refused = 0
+    let producing = true
+    const item = (): { name: string; data: unknown; opts: Record<string, unknown>; jobId: string | null; key: string | null } => {
+      const r = randomInt(100)
+      const base = { name: 'c', data: { r: randomInt(1e6) } }
+      if (r < 30) {
+        const jobId = `${run}-j${randomInt(30)}`
+        return { ...base, opts: { jobId, attempts: 100 }, jobId, key: null }
+      }
+      if (r < 55) {
+        const key = `k${randomInt(30)}`
+        return { ...base, opts: { deduplication: { id: key }, attempts: 100 }, jobId: null, key }
+      }
+      if (r < 67) {
+        const key = `t${randomInt(20)}`
+        return { ...base, opts: { deduplication: { id: key, ttl: 3_000 }, attempts: 100 }, jobId: null, key }
+      }
+      if (r < 80) {
+        const key = `r${randomInt(10)}`
+        return { ...base, opts: { deduplication: { id: key, replace: true }, attempts: 100 }, jobId: null, key }
+      }
+      return { ...base, opts: { attempts: 100 }, jobId: null, key: null }
+    }
+    const producer = async (): Promise<void> => {
+      while (producing) {
+        try {
+          if (randomInt(100) < 20) {
+            const items = Array.from({ length: 4 }, item)
+            const jobs = await queue.addBulk(items.map(({ name, data, opts }) => ({ name, data, opts })))
+            jobs.forEach((j, i) => acks.push({ id: j.id, jobId: items[i]!.jobId, key: items[i]!.key }))
+          } else {
+            const it = item()
+            const job = await queue.add(it.name, it.data, it.opts)
+            acks.push({ id: job.id, jobId: it.jobId, key: it.key })
+          }
+        } catch {
+          refused++
+          await sleep(20)
+        }
+        await sleep(randomInt(10, 40))
+      }
+    }
+    const producers = Array.from({ length: 4 }, producer)
+
+    // -- faults ------------------------------------------------------------------------------------------------
+    const faults = { kill: 0, freeze: 0, terminate: 0 }
+    const live = () => slots.filter((s) => s.killedBy === null && s.child.exitCode === null && s.child.signalCode === null)
+    const pending: Promise<void>[] = []
+    const until = Date.now() + seconds * 1000
+    log(`chaos: schema ${schema}, ${seconds} s, 3 workers`)
+    while (Date.now() < until) {
+      await sleep(randomInt(500, 1_300))
+      const r = randomInt(100)
+      const running = live().filter((s) => !s.stopped)
+      if (r < 25 && running.length > 0) {
+        const s = running[randomInt(running.length)]!
+        s.killedBy = 'SIGKILL'
+        s.child.kill('SIGKILL')
+        faults.kill++
+        pending.push(sleep(randomInt(200, 800)).then(() => void slots.splice(slots.indexOf(s), 1, start())))
+      } else if (r < 50 && running.length > 0) {
+        const s = running[randomInt(running.length)]!
+        s.stopped = true
+        s.child.kill('SIGSTOP')
+        faults.freeze++
+        pending.push(sleep(randomInt(300, 3 * LEASE_MS)).then(() => {
+          s.child.kill('SIGCONT')
+          s.stopped = false
+        }))
+      } else {
+        const pids = live().map((s) => s.child.pid)
+        const { rows } = await pool.query<{ pid: number }>(
+          `select pid from pg_stat_activity where datname = current_database() and (application_name = any($1)
+             or (application_name like 'pgonce-listener %' and substring(application_name from ':(\\d+):[0-9a-f]+$')::int = any($2)))`,
+          [[workerApp, producerApp], pids]).catch(() => ({ rows: [] as { pid: number }[] }))
+        for (let n = randomInt(1, 4); n > 0 && rows.length > 0; n--) {
+          const [victim] = rows.splice(randomInt(rows.length), 1)
+          await pool.query('select pg_terminate_backend($1)', [victim!.pid]).catch(() => {})
+          faults.terminate++
+        }
+      }
+    }
+    await Promise.all(pending)
+    for (const s of slots) if (s.stopped) s.child.kill('SIGCONT')
+    producing = false
+    await Promise.all(producers)
+    log(`faults: ${faults.kill} SIGKILLs, ${faults.freeze} freezes, ${faults.terminate} backends terminated`)
+    log(`adds: ${acks.length} acknowledged, ${refused} refused (errors the callers saw)`)
+
+    // -- drain -------------------------------------------------------------------------------------------------
+    const drainUntil = Date.now() + 90_000
+    let left = -1
+    while (Date.now() < drainUntil) {
+      const { rows } = await pool.query<{ n: number }>(
+        `select count(*)::int as n from "${schema}".jobs where state in ('waiting', 'delayed', 'claimed', 'active')`)
+      left = rows[0]!.n
+      if (left === 0) break
+      await sleep(250)
+    }
+    log(left === 0 ? 'drained' : `not drained after 90 s: ${left} jobs still live`)
+    for (const s of live()) {
+      s.killedBy = 'SIGTERM'
+      s.child.kill('SIGTERM')
+    }
+    await Promise.all(slots.map((s) => s.child.exitCode !== null || s.child.signalCode !== null ? undefined
+      : Promise.race([new Promise((r) => s.child.once('exit', r)), sleep(20_000).then(() => {
+        crashes.push(`worker ${s.child.pid} did not exit within 20 s of SIGTERM`)
+        s.killedBy = 'SIGKILL'
+        s.child.kill('SIGKILL')
+      })])))
+
+    // -- check -------------------------------------------------------------------------------------------------
+    const { rows: [unaccounted] } = await pool.query<{ n: number; sample: string | null }>(
+      `select count(*)::int as n, string_agg(a.id::text, ',') filter (where true) as sample
+       from unnest($1::bigint[], $2::text[], $3::text[]) a(id, job_id, key)
+       where not exists (select 1 from "${schema}".jobs j where j.id = a.id)
+         and not (a.job_id is not null and exists (select 1 from "${schema}".jobs j where j.job_id = a.job_id))
+         and not (a.key is not null and exists (select 1 from "${schema}".jobs j where j.queue = 'chaos' and j.dedup_key = a.key))`,
+      [acks.map((a) => a.id), acks.map((a) => a.jobId), acks.map((a) => a.key)])
+    const { rows: [missing] } = await pool.query<{ n: number }>(
+      `select count(*)::int as n from "${schema}".jobs j cross join generate_series(1, 2) e(n)
+       where j.queue = 'chaos' and j.state = 'completed'
+         and not exists (select 1 from "${schema}".chaos_effects c where c.effect_key = j.id || ':' || e.n)`)
+    const { rows: [dup] } = await pool.query<{ n: number; sample: string | null }>(
+      `select count(*)::int as n, string_agg(effect_key, ',') as sample from (
+         select effect_key from "${schema}".chaos_effects group by 1 having count(*) > 1) d`)
+    const { rows: [tally] } = await pool.query<{ jobs: number; completed: number; failed: number; effects: number; ledger: number }>(
+      `select (select count(*)::int from "${schema}".jobs where queue = 'chaos') as jobs,
+              (select count(*)::int from "${schema}".jobs where queue = 'chaos' and state = 'completed') as completed,
+              (select count(*)::int from "${schema}".jobs where queue = 'chaos' and state = 'failed') as failed,
+              (select count(*)::int from "${schema}".chaos_effects) as effects,
+              (select count(*)::int from "${schema}".processed_effects) as ledger`)
+    log(`jobs: ${tally!.jobs} (${tally!.completed} completed, ${tally!.failed} failed), ${tally!.effects} effect rows, ${tally!.ledger} ledger keys`)
+    if (unaccounted!.n > 0) log(`lost adds: ${unaccounted!.n} (job ids ${unaccounted!.sample?.slice(0, 200)})`)
+    if (missing!.n > 0) log(`completed jobs missing an effect: ${missing!.n}`)
+    if (dup!.n > 0) log(`effect keys applied more than once: ${dup!.n} (${dup!.sample?.slice(0, 200)})`)
+    for (const c of crashes) log(`crash: ${c}`)
+    const lost = unaccounted!.n + missing!.n + (left === 0 ? 0 : left)
+    const duplicated = dup!.n
+    const crashed = crashes.length
+    await cleanup()
+    log(`lost=${lost} duplicated=${duplicated} crashed=${crashed}`)
+    process.exit(lost + duplicated + crashed > 0 ? 1 : 0)
+  } catch (err) {
+    await cleanup()
+    process.stderr.write(`chaos: ${(err as Error).stack ?? String(err)}\n`)
+    process.exit(2)
+  }
+}
