@@ -101,9 +101,11 @@ describe('hostile text is stored exactly and runs nothing', () => {
       const added = await q.addBulk(hostileTexts.map((t) => ({ name: t, data: { t, deep: nested(200) } })))
       await waitFor(() => added.every((j) => seen.has(j.id)), 10_000, 'the worker to run every hostile job')
       for (const [i, j] of added.entries()) expect(seen.get(j.id)).toEqual({ name: hostileTexts[i], data: { t: hostileTexts[i], deep: nested(200) } })
-      const { rows } = await db.pool.query<{ result: unknown; data: unknown }>(
-        `select result, data from "${db.schema}".jobs where queue = 'hostile-run' and state = 'completed'`)
-      expect(rows).toHaveLength(hostileTexts.length)
+      const rows = await waitFor(async () => {
+        const { rows } = await db.pool.query<{ result: unknown; data: unknown }>(
+          `select result, data from "${db.schema}".jobs where queue = 'hostile-run' and state = 'completed'`)
+        return rows.length === hostileTexts.length ? rows : undefined
+      }, 10_000, 'every hostile job to be completed')
       for (const r of rows) expect(r.result).toEqual(r.data)
     } finally {
       await worker.close()

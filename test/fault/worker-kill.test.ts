@@ -4,7 +4,7 @@
 // taken over changes nothing (its ctx.transaction is refused, its statements match no row), and no job is rescued
 // before its lease ran out (database clock).
 
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { Queue, Worker, runMaintenance } from '../../src/index.js'
 import { sqlFor } from '../../src/db/sql-files.js'
 import { type TestSchema, freshSchema } from '../support/schema.js'
@@ -22,9 +22,15 @@ beforeAll(async () => {
     create table ${s}.stale (job_id bigint not null, attempt int not null, pid int not null, error text);
     create table ${s}.victims (job_id bigint not null, attempt int not null, pid int not null, backend int);`)
 })
+/** Ends every worker process a test started (their housekeeping would rescue the next test's jobs). */
+async function killChildren(): Promise<void> {
+  const all = children.splice(0)
+  for (const c of all) c.kill('SIGKILL')
+  await Promise.all(all.map(exited))
+}
+afterEach(killChildren)
 afterAll(async () => {
-  for (const c of children) c.kill('SIGKILL')
-  await Promise.all(children.map(exited))
+  await killChildren()
   await db?.drop()
 })
 
