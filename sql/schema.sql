@@ -13,11 +13,21 @@ create type pgonce.admission_error as enum ('EXTEND_NOT_PENDING', 'REPLACE_HAS_D
 
 create sequence pgonce.job_ids;
 
+create table pgonce.cache_epochs (
+  bucket smallint not null,
+  epoch bigint not null,
+  constraint cache_epochs_pkey PRIMARY KEY (bucket),
+  constraint cache_epochs_bucket_check CHECK (((bucket >= 0) AND (bucket <= 255)))
+);
+comment on table pgonce.cache_epochs is 'The Redis layer''s epoch of each bucket of cache identities, bumped when a cacheable fact of the bucket ends (microseconds since 1970 or more: never reused after a restore).';
+
 create table pgonce.dedup_keys (
   queue text not null,
   key text not null,
   job_id bigint not null,
   expires_at timestamp with time zone,
+  constraint dedup_keys_cache_changed_flush TRIGGER DEFERRABLE INITIALLY DEFERRED,
+  constraint dedup_keys_cache_deleted_flush TRIGGER DEFERRABLE INITIALLY DEFERRED,
   constraint dedup_keys_pkey PRIMARY KEY (queue, key),
   constraint dedup_keys_owner FOREIGN KEY (job_id) REFERENCES pgonce.jobs(id) ON DELETE CASCADE
 );
@@ -28,6 +38,8 @@ create table pgonce.execution_claims (
   state text not null,
   token uuid,
   expires_at timestamp with time zone,
+  constraint execution_claims_cache_changed_flush TRIGGER DEFERRABLE INITIALLY DEFERRED,
+  constraint execution_claims_cache_deleted_flush TRIGGER DEFERRABLE INITIALLY DEFERRED,
   constraint execution_claims_pkey PRIMARY KEY (key),
   constraint execution_claims_state_check CHECK ((state = ANY (ARRAY['running'::text, 'done'::text])))
 );
@@ -103,6 +115,8 @@ create table pgonce.migrations (
 create table pgonce.processed_effects (
   effect_key text not null,
   recorded_at timestamp with time zone not null default now(),
+  constraint processed_effects_cache_changed_flush TRIGGER DEFERRABLE INITIALLY DEFERRED,
+  constraint processed_effects_cache_deleted_flush TRIGGER DEFERRABLE INITIALLY DEFERRED,
   constraint processed_effects_pkey PRIMARY KEY (effect_key)
 );
 
@@ -123,6 +137,8 @@ comment on table pgonce.queue_settings is 'Per queue: paused (workers claim noth
 create table pgonce.settings (
   singleton boolean not null default true,
   ledger_retention_ms bigint,
+  cache_instance text not null default substr(md5(((random())::text || (clock_timestamp())::text)), 1, 12),
+  constraint settings_cache_retention_flush TRIGGER DEFERRABLE INITIALLY DEFERRED,
   constraint settings_pkey PRIMARY KEY (singleton),
   constraint settings_ledger_retention_ms_check CHECK ((ledger_retention_ms > 0)),
   constraint settings_singleton_check CHECK (singleton)
@@ -393,6 +409,143 @@ AS $function$
   select j.id, j.queue, j.name, j.job_id, j.data, j.state, j.priority, j.attempts, j.max_attempts, j.backoff,
     j.dedup_key, j.lock_token, j.last_error, j.error_stack, j.progress, j.trace_context,
     (extract(epoch from j.run_at) * 1000)::float8, (extract(epoch from j.created_at) * 1000)::float8
+$function$;
+
+CREATE OR REPLACE FUNCTION pgonce._cache_bucket(p_ident text)
+ RETURNS integer
+ LANGUAGE sql
+ STABLE PARALLEL SAFE
+AS $function$
+  select get_byte(sha256(convert_to(p_ident, 'UTF8')), 0)
+$function$;
+
+CREATE OR REPLACE FUNCTION pgonce._cache_bump(p_bucket integer)
+ RETURNS bigint
+ LANGUAGE plpgsql
+AS $function$
+declare
+  v_epoch bigint;
+begin
+  update "pgonce".cache_epochs
+  set epoch = greatest(epoch + 1, (extract(epoch from clock_timestamp()) * 1000000)::bigint)
+  where bucket = p_bucket
+  returning epoch into v_epoch;
+  if not pg_try_advisory_xact_lock("pgonce"._cache_listener_key()) then
+    perform pg_notify('pgonce:pgonce', '!cache ' || p_bucket || ' ' || v_epoch);
+  end if;
+  return v_epoch;
+end
+$function$;
+
+CREATE OR REPLACE FUNCTION pgonce._cache_effect_unprunable(p_recorded_at timestamp with time zone)
+ RETURNS boolean
+ LANGUAGE sql
+ STABLE
+AS $function$
+  select coalesce((select p_recorded_at >= now() - make_interval(secs => s.ledger_retention_ms / 1000.0)
+                   from "pgonce".settings s), true)
+$function$;
+
+CREATE OR REPLACE FUNCTION pgonce._cache_fact_ended()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+begin
+  if tg_table_name = 'dedup_keys' then
+    perform "pgonce"._cache_note("pgonce"._cache_bucket('k ' || old.queue || ' ' || old.key));
+  elsif tg_table_name = 'processed_effects' then
+    perform "pgonce"._cache_note("pgonce"._cache_bucket('e ' || old.effect_key));
+  elsif tg_table_name = 'execution_claims' then
+    perform "pgonce"._cache_note("pgonce"._cache_bucket('c ' || old.key));
+  else
+    perform "pgonce"._cache_note(null);
+  end if;
+  return null;
+end
+$function$;
+
+CREATE OR REPLACE FUNCTION pgonce._cache_flush()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+declare
+  v_setting text := "pgonce"._cache_pending_setting();
+  v_pending text := coalesce(current_setting(v_setting, true), '');
+  v_bucket integer;
+begin
+  if v_pending not in ('', ',') then
+    perform set_config(v_setting, ',', true);
+    for v_bucket in
+      select distinct b::integer from unnest(string_to_array(trim(both ',' from v_pending), ',')) b order by 1
+    loop
+      perform "pgonce"._cache_bump(v_bucket);
+    end loop;
+  end if;
+  return null;
+end
+$function$;
+
+CREATE OR REPLACE FUNCTION pgonce._cache_key_state(p_queue text, p_key text, p_job_id bigint, OUT owned boolean, OUT key_expires_ms double precision, OUT epoch bigint, OUT will_bump boolean, OUT now_ms double precision)
+ RETURNS record
+ LANGUAGE plpgsql
+AS $function$
+declare
+  v_bucket integer := "pgonce"._cache_bucket('k ' || p_queue || ' ' || p_key);
+begin
+  select k.job_id is not null, (extract(epoch from k.expires_at) * 1000)::float8, c.epoch,
+    position(',' || v_bucket || ',' in coalesce(current_setting("pgonce"._cache_pending_setting(), true), '')) > 0,
+    (extract(epoch from clock_timestamp()) * 1000)::float8
+  into owned, key_expires_ms, epoch, will_bump, now_ms
+  from "pgonce".cache_epochs c
+  left join "pgonce".dedup_keys k
+    on k.queue = p_queue and k.key = p_key and k.job_id = p_job_id and k.expires_at > now()
+  where c.bucket = v_bucket;
+end
+$function$;
+
+CREATE OR REPLACE FUNCTION pgonce._cache_listener_key()
+ RETURNS bigint
+ LANGUAGE sql
+ IMMUTABLE PARALLEL SAFE
+AS $function$
+  select hashtextextended('pgonce:pgonce' || ':cache-listener', 0)
+$function$;
+
+CREATE OR REPLACE FUNCTION pgonce._cache_note(p_bucket integer)
+ RETURNS void
+ LANGUAGE plpgsql
+AS $function$
+declare
+  v_setting text := "pgonce"._cache_pending_setting();
+  v_pending text := coalesce(nullif(current_setting(v_setting, true), ''), ',');
+begin
+  if p_bucket is null then
+    v_pending := ',' || (select string_agg(b::text, ',') from generate_series(0, 255) b) || ',';
+  elsif position(',' || p_bucket || ',' in v_pending) = 0 then
+    v_pending := v_pending || p_bucket || ',';
+  else
+    return;
+  end if;
+  perform set_config(v_setting, v_pending, true);
+end
+$function$;
+
+CREATE OR REPLACE FUNCTION pgonce._cache_pending_setting()
+ RETURNS text
+ LANGUAGE sql
+ IMMUTABLE PARALLEL SAFE
+AS $function$
+  select 'pgonce_cache.' || substr('pgonce:pgonce', 8)
+$function$;
+
+CREATE OR REPLACE FUNCTION pgonce._cache_truncated()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+begin
+  perform "pgonce".invalidate_cache();
+  return null;
+end
 $function$;
 
 CREATE OR REPLACE FUNCTION pgonce._holds_lease(state text)
@@ -684,9 +837,59 @@ AS $function$
   ) i, "pgonce"._add_jobs(queue, i.n, i.d, i.j, i.k, i.t, i.x, i.r, i.dl, i.p, i.at, i.b, i.dep, null) a
 $function$;
 
+CREATE OR REPLACE FUNCTION pgonce.invalidate_cache(p_floor bigint DEFAULT 0)
+ RETURNS bigint
+ LANGUAGE plpgsql
+AS $function$
+declare
+  v_epoch bigint;
+begin
+  perform 1 from "pgonce".cache_epochs order by bucket for update;
+  update "pgonce".cache_epochs
+  set epoch = greatest(epoch + 1, (extract(epoch from clock_timestamp()) * 1000000)::bigint, coalesce(p_floor, 0) + 1);
+  select max(epoch) into v_epoch from "pgonce".cache_epochs;
+  perform pg_notify('pgonce:pgonce', '!cache *');
+  return v_epoch;
+end
+$function$;
+
+CREATE TRIGGER dedup_keys_cache_changed AFTER UPDATE OF queue, key, job_id, expires_at ON pgonce.dedup_keys FOR EACH ROW WHEN (((old.expires_at > now()) AND ((new.queue <> old.queue) OR (new.key <> old.key) OR (new.job_id <> old.job_id) OR (new.expires_at IS NULL) OR (new.expires_at < old.expires_at)))) EXECUTE FUNCTION pgonce._cache_fact_ended();
+
+CREATE CONSTRAINT TRIGGER dedup_keys_cache_changed_flush AFTER UPDATE OF queue, key, job_id, expires_at ON pgonce.dedup_keys DEFERRABLE INITIALLY DEFERRED FOR EACH ROW WHEN (((old.expires_at > now()) AND ((new.queue <> old.queue) OR (new.key <> old.key) OR (new.job_id <> old.job_id) OR (new.expires_at IS NULL) OR (new.expires_at < old.expires_at)))) EXECUTE FUNCTION pgonce._cache_flush();
+
+CREATE TRIGGER dedup_keys_cache_deleted AFTER DELETE ON pgonce.dedup_keys FOR EACH ROW WHEN ((old.expires_at > now())) EXECUTE FUNCTION pgonce._cache_fact_ended();
+
+CREATE CONSTRAINT TRIGGER dedup_keys_cache_deleted_flush AFTER DELETE ON pgonce.dedup_keys DEFERRABLE INITIALLY DEFERRED FOR EACH ROW WHEN ((old.expires_at > now())) EXECUTE FUNCTION pgonce._cache_flush();
+
+CREATE TRIGGER dedup_keys_cache_truncated AFTER TRUNCATE ON pgonce.dedup_keys FOR EACH STATEMENT EXECUTE FUNCTION pgonce._cache_truncated();
+
+CREATE TRIGGER execution_claims_cache_changed AFTER UPDATE ON pgonce.execution_claims FOR EACH ROW WHEN (((old.state = 'done'::text) AND ((old.expires_at IS NULL) OR (old.expires_at > now())) AND ((new.key <> old.key) OR (new.state <> 'done'::text) OR ((new.expires_at IS NOT NULL) AND ((old.expires_at IS NULL) OR (new.expires_at < old.expires_at)))))) EXECUTE FUNCTION pgonce._cache_fact_ended();
+
+CREATE CONSTRAINT TRIGGER execution_claims_cache_changed_flush AFTER UPDATE ON pgonce.execution_claims DEFERRABLE INITIALLY DEFERRED FOR EACH ROW WHEN (((old.state = 'done'::text) AND ((old.expires_at IS NULL) OR (old.expires_at > now())) AND ((new.key <> old.key) OR (new.state <> 'done'::text) OR ((new.expires_at IS NOT NULL) AND ((old.expires_at IS NULL) OR (new.expires_at < old.expires_at)))))) EXECUTE FUNCTION pgonce._cache_flush();
+
+CREATE TRIGGER execution_claims_cache_deleted AFTER DELETE ON pgonce.execution_claims FOR EACH ROW WHEN (((old.state = 'done'::text) AND ((old.expires_at IS NULL) OR (old.expires_at > now())))) EXECUTE FUNCTION pgonce._cache_fact_ended();
+
+CREATE CONSTRAINT TRIGGER execution_claims_cache_deleted_flush AFTER DELETE ON pgonce.execution_claims DEFERRABLE INITIALLY DEFERRED FOR EACH ROW WHEN (((old.state = 'done'::text) AND ((old.expires_at IS NULL) OR (old.expires_at > now())))) EXECUTE FUNCTION pgonce._cache_flush();
+
+CREATE TRIGGER execution_claims_cache_truncated AFTER TRUNCATE ON pgonce.execution_claims FOR EACH STATEMENT EXECUTE FUNCTION pgonce._cache_truncated();
+
 CREATE TRIGGER jobs_finished AFTER UPDATE OF state ON pgonce.jobs FOR EACH ROW WHEN ((pgonce._is_terminal(new.state) AND (NOT pgonce._is_terminal(old.state)) AND ((new.dedup_key IS NOT NULL) OR new.has_dependents))) EXECUTE FUNCTION pgonce._job_finished();
 
 CREATE TRIGGER jobs_removed BEFORE DELETE ON pgonce.jobs FOR EACH ROW WHEN ((old.has_dependents AND (old.state <> 'completed'::text))) EXECUTE FUNCTION pgonce._job_removed();
+
+CREATE TRIGGER processed_effects_cache_changed AFTER UPDATE OF effect_key, recorded_at ON pgonce.processed_effects FOR EACH ROW WHEN (((new.effect_key <> old.effect_key) OR (new.recorded_at < old.recorded_at))) EXECUTE FUNCTION pgonce._cache_fact_ended();
+
+CREATE CONSTRAINT TRIGGER processed_effects_cache_changed_flush AFTER UPDATE OF effect_key, recorded_at ON pgonce.processed_effects DEFERRABLE INITIALLY DEFERRED FOR EACH ROW WHEN (((new.effect_key <> old.effect_key) OR (new.recorded_at < old.recorded_at))) EXECUTE FUNCTION pgonce._cache_flush();
+
+CREATE TRIGGER processed_effects_cache_deleted AFTER DELETE ON pgonce.processed_effects FOR EACH ROW WHEN (pgonce._cache_effect_unprunable(old.recorded_at)) EXECUTE FUNCTION pgonce._cache_fact_ended();
+
+CREATE CONSTRAINT TRIGGER processed_effects_cache_deleted_flush AFTER DELETE ON pgonce.processed_effects DEFERRABLE INITIALLY DEFERRED FOR EACH ROW WHEN (pgonce._cache_effect_unprunable(old.recorded_at)) EXECUTE FUNCTION pgonce._cache_flush();
+
+CREATE TRIGGER processed_effects_cache_truncated AFTER TRUNCATE ON pgonce.processed_effects FOR EACH STATEMENT EXECUTE FUNCTION pgonce._cache_truncated();
+
+CREATE TRIGGER settings_cache_retention AFTER INSERT OR UPDATE OF ledger_retention_ms ON pgonce.settings FOR EACH ROW WHEN ((new.ledger_retention_ms IS NOT NULL)) EXECUTE FUNCTION pgonce._cache_fact_ended();
+
+CREATE CONSTRAINT TRIGGER settings_cache_retention_flush AFTER INSERT OR UPDATE OF ledger_retention_ms ON pgonce.settings DEFERRABLE INITIALLY DEFERRED FOR EACH ROW WHEN ((new.ledger_retention_ms IS NOT NULL)) EXECUTE FUNCTION pgonce._cache_flush();
 
 create view pgonce.failed_jobs as
  SELECT jobs.id,
