@@ -12,7 +12,8 @@
 //   crashed     worker processes that exited on their own or with an unhandled error, or not cleanly on SIGTERM
 // The last line is exactly `lost=N duplicated=N crashed=N`; the exit code is 1 if any is non-zero.
 //
-//   CHAOS_SECONDS=30 npm run chaos      (default 120; DATABASE_URL, else postgres://postgres@127.0.0.1:5432/test)
+//   CHAOS_SECONDS=30 npm run chaos      (default 120; DATABASE_URL, else postgres://postgres@127.0.0.1:5432/test;
+//                                        CHAOS_DEBUG=1 names the emitter of an unhandled error event in a worker)
 //
 // A fresh schema (chaos_<random>) is used and dropped at the end, also on Ctrl-C.
 
@@ -37,6 +38,19 @@ async function runWorker(): Promise<void> {
   const crash = (kind: string) => (err: unknown) => {
     process.stderr.write(`CRASH ${kind}: ${(err as Error)?.stack ?? String(err)}\n`)
     process.exit(70)
+  }
+  // CHAOS_DEBUG=1: before an 'error' event nobody listens to becomes an uncaught exception, say which emitter it was
+  // (a pg Client's application_name, pid, pool use and state), and print a crashed worker's whole stderr.
+  if (process.env.CHAOS_DEBUG) {
+    const { EventEmitter } = await import('node:events')
+    const emit = EventEmitter.prototype.emit
+    EventEmitter.prototype.emit = function (this: InstanceType<typeof EventEmitter>, name: string | symbol, ...args: unknown[]) {
+      if (name === 'error' && this.listenerCount('error') === 0) {
+        const c = this as unknown as Record<string, unknown> & { connectionParameters?: { application_name?: string } }
+        process.stderr.write(`DEBUG unhandled 'error' on ${this.constructor.name}: ${JSON.stringify({ app: c.connectionParameters?.application_name, pid: c.processID, uses: c._poolUseCount, queryable: c._queryable, ending: c._ending, connecting: c._connecting, connected: c._connected, })}\n${new Error('at').stack}\n`)
+      }
+      return emit.call(this, name, ...args)
+    } as typeof emit
   }
   process.on('uncaughtException', crash('uncaughtException'))
   process.on('unhandledRejection', crash('unhandledRejection'))
@@ -112,7 +126,7 @@ async function runHarness(): Promise<void> {
     child.stderr?.on('data', (c: Buffer) => (slot.stderr = (slot.stderr + c.toString()).slice(-4_000)))
     child.on('exit', (code, signal) => {
       const expected = (slot.killedBy === 'SIGKILL' && signal === 'SIGKILL') || (slot.killedBy === 'SIGTERM' && code === 0)
-      if (!expected) crashes.push(`worker ${child.pid} exited (code ${code}, signal ${signal}) ${slot.stderr.trim().split('\n').slice(-3).join(' | ')}`)
+      if (!expected) crashes.push(`worker ${child.pid} exited (code ${code}, signal ${signal}) ${process.env.CHAOS_DEBUG ? slot.stderr : slot.stderr.trim().split('\n').slice(-3).join(' | ')}`)
     })
     return slot
   }

@@ -11,7 +11,6 @@ import type { Logger } from '../logger.js'
  */
 export async function withClient<T>(pool: pg.Pool, logger: Logger,
   fn: (client: pg.PoolClient, discard: (err: Error) => void) => Promise<T>): Promise<T> {
-  const client = await pool.connect()
   let broken: Error | undefined
   const discard = (err: Error): void => {
     broken ??= err
@@ -20,13 +19,30 @@ export async function withClient<T>(pool: pg.Pool, logger: Logger,
     discard(err)
     logger.warn({ err }, 'pgonce: connection error while in use; the statement in flight fails and the connection is replaced')
   }
-  client.on('error', onError)
+  const client = await checkout(pool, onError)
   try {
     return await fn(client, discard)
   } finally {
     client.off('error', onError)
     client.release(broken)
   }
+}
+
+/**
+ * `pool.connect()`, with `onError` listening from the moment the pool hands the client over. The pool removes its
+ * idle listener in that same call, often from inside the socket read that delivered the previous holder's last answer;
+ * a listener attached after `await` comes a microtask later, and a FATAL message in the same read (a backend
+ * terminated right after answering, read at once by a busy process) would be emitted with nobody listening: an
+ * uncaught exception. The callback form runs synchronously at the hand-over.
+ */
+function checkout(pool: pg.Pool, onError: (err: Error) => void): Promise<pg.PoolClient> {
+  return new Promise((resolve, reject) => {
+    pool.connect((err, client) => {
+      if (client === undefined || (err !== undefined && err !== null)) return reject(err)
+      client.on('error', onError)
+      resolve(client)
+    })
+  })
 }
 
 /** Runs `fn` inside BEGIN … COMMIT on a checked-out client; rolls back if it throws (a failed rollback discards the client). */
