@@ -2,6 +2,10 @@
 
 import { randomUUID } from 'node:crypto'
 import type pg from 'pg'
+import type { CacheOutcome } from './cache/breaker.js'
+import { Cache, endingFacts } from './cache/cache.js'
+import { EffectsCache } from './cache/effects-precheck.js'
+import { type RedisOption, checkRedisOption } from './cache/redis-client.js'
 import { Counters } from './counters.js'
 import type { ConnectionOptions } from './db/connection.js'
 import { openPool } from './db/connection.js'
@@ -23,6 +27,12 @@ export interface EffectsOptions extends ConnectionOptions {
   poolSize?: number
   /** Use named prepared statements; false behind a transaction-mode pooler (see QueueOptions). (Default: true) */
   preparedStatements?: boolean
+  /**
+   * Redis for the pre-checks (docs/redis.md): a runOnce key that is done (until its doneTtl) answers
+   * `'duplicate-done'`, and a recorded ledger key answers `record(...) === false`, without a Postgres round trip. Your
+   * ioredis client (never closed by pgonce) or a URL (pgonce opens ioredis and closes it). (Default: none)
+   */
+  redis?: RedisOption
 }
 
 export interface RunOnceOptions {
@@ -41,7 +51,7 @@ export type EffectOutcome = RunOnceOutcome | 'claim-lost'
 /** Default `claimTtl`: five minutes. */
 export const DEFAULT_CLAIM_TTL_MS = 300_000
 
-const OPTION_KEYS = ['connectionString', 'pool', 'schema', 'logger', 'migrate', 'poolSize', 'preparedStatements'] as const
+const OPTION_KEYS = ['connectionString', 'pool', 'schema', 'logger', 'migrate', 'poolSize', 'preparedStatements', 'redis'] as const
 const RUN_ONCE_KEYS = ['claimTtl', 'doneTtl'] as const
 /** A claim read that finds the row gone or expired retries the claim; this bounds a pathological loop. */
 const MAX_CLAIM_ROUNDS = 100
@@ -51,6 +61,10 @@ export class Effects {
   readonly schema: string
   /** Outcomes of `runOnce` since this Effects was made, for metrics. */
   readonly outcomes = new Counters<EffectOutcome>()
+  /** How the Redis pre-checks went (hit, miss, fallback, breaker-open, unsynced), for metrics; empty without `redis`. */
+  readonly cacheOutcomes: Counters<CacheOutcome>
+  private readonly cache: EffectsCache | undefined
+  private readonly ownsCache: boolean
   private readonly pool: pg.Pool
   private readonly ownsPool: boolean
   private readonly logger: Logger
@@ -58,7 +72,8 @@ export class Effects {
   private readonly named: boolean
   private closed = false
 
-  constructor(options: EffectsOptions) {
+  /** `shared.cache`: a Worker's cache layer, used instead of opening one (internal). */
+  constructor(options: EffectsOptions, shared?: { cache?: Cache }) {
     const opts = checkOptions<EffectsOptions>(options, 'options', OPTION_KEYS)
     this.schema = checkSchema(opts.schema, 'options.schema')
     const poolSize = opts.poolSize === undefined ? 10 : checkInteger(opts.poolSize, 'options.poolSize', 1, 1000)
@@ -69,6 +84,11 @@ export class Effects {
     this.pool = pool
     this.ownsPool = owned
     this.ready = new SchemaReady(pool, this.schema, this.logger, migrateOnFirstUse)
+    const redis = checkRedisOption(opts.redis, 'options.redis')
+    const cache = shared?.cache ?? (redis === undefined ? undefined : new Cache({ redis, pool, schema: this.schema, named: this.named, logger: this.logger }))
+    this.ownsCache = shared?.cache === undefined
+    this.cache = cache && new EffectsCache(cache)
+    this.cacheOutcomes = cache?.outcomes ?? new Counters<CacheOutcome>()
   }
 
   /**
@@ -88,9 +108,11 @@ export class Effects {
     const claimTtl = o.claimTtl === undefined ? DEFAULT_CLAIM_TTL_MS : checkInteger(o.claimTtl, 'opts.claimTtl', 1, MAX_DURATION_MS)
     const doneTtl = o.doneTtl === undefined ? null : checkInteger(o.doneTtl, 'opts.doneTtl', 1, MAX_DURATION_MS)
     const execute = await this.executor()
+    if (await this.cache?.claimDone(key)) return this.decided('duplicate-done', key)
 
     const token = randomUUID()
     const refused = await this.claim(execute, key, token, claimTtl)
+    if (refused === 'duplicate-done') this.cache?.rememberClaim(key)
     if (refused !== null) return this.decided(refused, key)
 
     try {
@@ -100,6 +122,7 @@ export class Effects {
       throw err
     }
     await this.complete(execute, key, token, doneTtl)
+    this.cache?.rememberClaim(key)
     return this.decided('ran', key)
   }
 
@@ -108,12 +131,21 @@ export class Effects {
    * (seed 000, step 6): `true` the first time (go ahead with the effect),
    * `false` when it was already recorded (skip it). If your transaction rolls
    * back, nothing is recorded. A concurrent `record` of the same key waits for
-   * yours to commit or roll back, then answers.
+   * yours to commit or roll back, then answers. With `redis`, a key whose recording has committed may be answered
+   * `false` from Redis without a statement in `tx` (docs/redis.md).
    */
   async record(tx: Transactional, key: string): Promise<boolean> {
+    executorFor(tx, 'tx', this.named)
+    if (await this.knownRecorded(key)) {
+      this.logger.debug({ key, first: false }, 'pgonce: effect recorded (known from Redis)')
+      return false
+    }
+    return this.recordInLedger(tx, key)
+  }
+
+  /** @internal `record` after {@link knownRecorded} said no (ctx.effect asks before opening its transaction). */
+  async recordInLedger(tx: Transactional, key: string): Promise<boolean> {
     const execute = executorFor(tx, 'tx', this.named)
-    checkText(key, 'key')
-    await this.executor()
     const rows = await execute(sqlFor('effects-record', this.schema), [key])
     const first = rows.length > 0
     this.logger.debug({ key, first }, 'pgonce: effect recorded')
@@ -128,7 +160,19 @@ export class Effects {
   async setLedgerRetention(ms: number | null): Promise<void> {
     const value = ms === null ? null : checkInteger(ms, 'ms', 1, MAX_DURATION_MS)
     const execute = await this.executor()
-    await execute(sqlFor('set-ledger-retention', this.schema), [value])
+    await endingFacts(this.cache?.cache, () => 'all', false, () => execute(sqlFor('set-ledger-retention', this.schema), [value]))
+  }
+
+  /** @internal Checks `key`, migrates on first use; true when `key` is known recorded (from Redis): no statement needed. */
+  async knownRecorded(key: string): Promise<boolean> {
+    checkText(key, 'key')
+    await this.executor()
+    return (await this.cache?.effectRecorded(key)) === true
+  }
+
+  /** @internal ctx.effect: the transaction that recorded (or found) `key` has committed. */
+  committedEffect(key: string): void {
+    this.cache?.rememberEffect(key)
   }
 
   /** Ends the pool pgonce opened (a pool you passed in is left open). */
@@ -136,6 +180,7 @@ export class Effects {
     if (this.closed) return
     this.closed = true
     await this.ready.settle()
+    if (this.ownsCache) await this.cache?.cache.close()
     if (this.ownsPool) await this.pool.end()
   }
 
@@ -189,6 +234,7 @@ export class Effects {
   private async executor(): Promise<Execute> {
     if (this.closed) throw new Error('pgonce: this Effects is closed')
     await this.ready.ensure()
+    await this.cache?.cache.start()
     return executorFor(this.pool, 'options.pool', this.named)
   }
 }

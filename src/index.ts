@@ -11,6 +11,8 @@ export { ValidationError, DeduplicationError, LeaseLostError, JobCancelledError 
 export type { ValidationCode, DeduplicationCode } from './errors.js'
 export type { Logger } from './logger.js'
 export type { Transactional } from './db/executor.js'
+export type { RedisOption, RedisLike } from './cache/redis-client.js'
+export type { CacheOutcome } from './cache/breaker.js'
 export type { ConnectionOptions } from './db/connection.js'
 export { Effects } from './effects.js'
 export type { EffectsOptions, RunOnceOptions, RunOnceOutcome, EffectOutcome } from './effects.js'

@@ -4,6 +4,10 @@ import type pg from 'pg'
 import { admitMany, admitOne } from './admission/admit.js'
 import type { AdmissionRow } from './admission/answers.js'
 import { type AddRequest, type JobOptions, toAddRequest } from './admission/request.js'
+import type { CacheOutcome } from './cache/breaker.js'
+import { Cache, endingFacts } from './cache/cache.js'
+import { dedupFact } from './cache/keys.js'
+import { type RedisOption, checkRedisOption } from './cache/redis-client.js'
 import { Counters } from './counters.js'
 import type { ConnectionOptions } from './db/connection.js'
 import { openPool } from './db/connection.js'
@@ -41,6 +45,13 @@ export interface QueueOptions extends ConnectionOptions {
    * cannot keep them between transactions. (Default: true)
    */
   preparedStatements?: boolean
+  /**
+   * Redis for the hot pre-checks (docs/redis.md): a plain duplicate add of a key held with a TTL is answered from
+   * Redis, without a Postgres round trip, with the owner as it was when cached (id, name, data exact; state and
+   * attempts as of then). Your ioredis client (never closed by pgonce) or a URL (pgonce opens ioredis and closes it).
+   * Every answer is what Postgres would give; Redis down, slow or flushed only means Postgres answers. (Default: none)
+   */
+  redis?: RedisOption
 }
 
 export interface AddOptions extends JobOptions {
@@ -64,7 +75,7 @@ export type JobCounts = Record<JobState, number>
 /** The outcomes of adds, counted since the Queue was made. */
 export type AddOutcomeCounts = Partial<Record<AddOutcome, number>>
 
-const QUEUE_OPTION_KEYS = ['connectionString', 'pool', 'schema', 'logger', 'migrate', 'maxDataBytes', 'poolSize', 'preparedStatements'] as const
+const QUEUE_OPTION_KEYS = ['connectionString', 'pool', 'schema', 'logger', 'migrate', 'maxDataBytes', 'poolSize', 'preparedStatements', 'redis'] as const
 const ADD_OPTION_KEYS = ['jobId', 'deduplication', 'delay', 'priority', 'attempts', 'backoff', 'dependsOn', 'tx'] as const
 const BULK_ITEM_KEYS = ['name', 'data', 'opts'] as const
 
@@ -73,6 +84,9 @@ export class Queue<Data = unknown> implements JobOwner {
   readonly schema: string
   /** Outcomes of adds since this Queue was made, for metrics. */
   readonly outcomes = new Counters<AddOutcome>()
+  /** How the Redis pre-checks went (hit, miss, fallback, breaker-open, unsynced), for metrics; empty without `redis`. */
+  readonly cacheOutcomes: Counters<CacheOutcome>
+  private readonly cache: Cache | undefined
   private readonly pool: pg.Pool
   private readonly ownsPool: boolean
   private readonly logger: Logger
@@ -94,6 +108,9 @@ export class Queue<Data = unknown> implements JobOwner {
     this.pool = pool
     this.ownsPool = owned
     this.ready = new SchemaReady(pool, this.schema, this.logger, migrateOnFirstUse)
+    const redis = checkRedisOption(opts.redis, 'options.redis')
+    this.cache = redis === undefined ? undefined : new Cache({ redis, pool, schema: this.schema, named: this.named, logger: this.logger })
+    this.cacheOutcomes = this.cache?.outcomes ?? new Counters<CacheOutcome>()
   }
 
   /**
@@ -104,7 +121,8 @@ export class Queue<Data = unknown> implements JobOwner {
     const { tx, ...jobOpts } = checkOptions<AddOptions>(opts, 'opts', ADD_OPTION_KEYS)
     const req = toAddRequest(name, data, jobOpts, '', this.maxDataBytes)
     const execute = await this.executor(tx)
-    return this.answer(await admitOne({ execute, schema: this.schema, queue: this.name }, req), req)
+    const cache = this.cache && { cache: this.cache, inCallerTx: tx !== undefined }
+    return this.answer(await admitOne({ execute, schema: this.schema, queue: this.name, cache }, req), req)
   }
 
   /**
@@ -122,7 +140,9 @@ export class Queue<Data = unknown> implements JobOwner {
       reqs[i] = toAddRequest(it.name, it.data, it.opts, field, this.maxDataBytes)
     }
     const execute = await this.executor(tx, 'options.tx')
-    const { rows, rejected } = await admitMany({ execute, schema: this.schema, queue: this.name }, reqs)
+    const ending = () => reqs.filter((r) => r.dedupId !== null && (r.extend || r.replace)).map((r) => dedupFact(this.name, r.dedupId as string))
+    const { rows, rejected } = await endingFacts(this.cache, ending, tx !== undefined,
+      () => admitMany({ execute, schema: this.schema, queue: this.name }, reqs))
     if (rejected !== null) this.answer(rejected.row, reqs[rejected.index] as AddRequest, `items[${rejected.index}]`)
     return (rows ?? []).map((row, i) => this.answer(row, reqs[i] as AddRequest))
   }
@@ -201,7 +221,8 @@ export class Queue<Data = unknown> implements JobOwner {
   async removeJob(id: string, options?: WriteOptions): Promise<boolean> {
     const { tx } = checkOptions<WriteOptions>(options, 'options', ['tx'])
     checkJobIdRef(id, 'id')
-    return removeJob(await this.executor(tx, 'options.tx'), this.schema, this.name, id)
+    const execute = await this.executor(tx, 'options.tx')
+    return endingFacts(this.cache, () => 'all', tx !== undefined, () => removeJob(execute, this.schema, this.name, id))
   }
 
   /** A page of this queue's jobs, newest first: pass the last id as `after` for the next page. */
@@ -266,12 +287,14 @@ export class Queue<Data = unknown> implements JobOwner {
     if (this.closed) return
     this.closed = true
     await this.ready.settle()
+    await this.cache?.close()
     if (this.ownsPool) await this.pool.end()
   }
 
   private async removeKey(key: string, jobId: string | null, tx: Transactional | undefined): Promise<{ deleted: boolean; held: boolean }> {
     const execute = await this.executor(tx, 'options.tx')
-    const [row] = await execute<{ deleted: boolean; held: boolean }>(sqlFor('remove-dedup-key', this.schema), [this.name, key, jobId])
+    const [row] = await endingFacts(this.cache, () => [dedupFact(this.name, key)], tx !== undefined,
+      () => execute<{ deleted: boolean; held: boolean }>(sqlFor('remove-dedup-key', this.schema), [this.name, key, jobId]))
     return row as { deleted: boolean; held: boolean }
   }
 
@@ -287,6 +310,7 @@ export class Queue<Data = unknown> implements JobOwner {
     // Only an absent tx means "pgonce's pool": a null or wrong tx must not silently run outside the caller's transaction.
     const execute = executorFor(tx === undefined ? this.pool : tx, field, this.named)
     await this.ready.ensure()
+    await this.cache?.start()
     return execute
   }
 

@@ -1,5 +1,6 @@
 // Sends validated adds to the database: one through add_job(), a plain batch through _insert_jobs(), any other batch through _add_jobs().
 
+import { type CacheScope, admitKeyed } from '../cache/dedup-precheck.js'
 import { prepared } from '../db/prepared.js'
 import type { Execute } from '../db/executor.js'
 import { type AdmissionRow, type AnswerRow, type PlainBulkRow, admissionFromAnswer, plainAdmissions } from './answers.js'
@@ -11,10 +12,17 @@ export interface AdmissionTarget {
   execute: Execute
   schema: string
   queue: string
+  /** The Redis layer, when on (docs/redis.md): keyed adds go through src/cache/dedup-precheck.ts. */
+  cache?: CacheScope
 }
 
 /** One add: how it was decided and the job that answers. */
-export async function admitOne(t: AdmissionTarget, req: AddRequest): Promise<AdmissionRow> {
+export function admitOne(t: AdmissionTarget, req: AddRequest): Promise<AdmissionRow> {
+  if (t.cache !== undefined && req.dedupId !== null) return admitKeyed(t, t.cache, req, () => admitInPostgres(t, req))
+  return admitInPostgres(t, req)
+}
+
+async function admitInPostgres(t: AdmissionTarget, req: AddRequest): Promise<AdmissionRow> {
   const [row] = await t.execute<AnswerRow>(prepared('add-job', t.schema), addJobParams(t.queue, req))
   return admissionFromAnswer(row as AnswerRow, req, t.queue)
 }

@@ -185,11 +185,14 @@ export class HeldJob<Data> implements JobContext {
     this.checkUsable('ctx.effect')
     if (typeof fn !== 'function') throw new TypeError('pgonce: ctx.effect(key, fn): fn must be a function')
     const { pool, effects, logger } = this.services
-    return inTransaction(pool, logger, async (tx) => {
-      if (!(await effects.record(tx, key))) return 'duplicate-done' as const
+    if (await effects.knownRecorded(key)) return 'duplicate-done'
+    const outcome = await inTransaction(pool, logger, async (tx) => {
+      if (!(await effects.recordInLedger(tx, key))) return 'duplicate-done' as const
       await fn(tx)
       return 'ran' as const
     })
+    effects.committedEffect(key)
+    return outcome
   }
 
   private async runOnceOrRetryLater(key: string, work: () => unknown, opts?: RunOnceOptions): Promise<'ran' | 'duplicate-done'> {

@@ -1,5 +1,6 @@
 // The Worker's options, their defaults, and their validation before any I/O.
 
+import { type RedisOption, checkRedisOption } from '../cache/redis-client.js'
 import type { ConnectionOptions } from '../db/connection.js'
 import { checkSchema } from '../db/identifiers.js'
 import { type Logger, checkLogger } from '../logger.js'
@@ -54,6 +55,13 @@ export interface WorkerOptions extends ConnectionOptions {
    * stderr, at most one line per 10 s)
    */
   logger?: Logger
+  /**
+   * Redis for the pre-checks of `ctx.runOnce` (a done key answers `'duplicate-done'`) and `ctx.effect` (a recorded
+   * key is skipped without opening a transaction), and for `job.removeDeduplicationKey()`'s invalidation
+   * (docs/redis.md). Your ioredis client (never closed by pgonce) or a URL (pgonce opens ioredis and closes it).
+   * (Default: none)
+   */
+  redis?: RedisOption
 }
 
 export interface ResolvedWorkerOptions {
@@ -75,6 +83,7 @@ export interface ResolvedWorkerOptions {
   logger: Logger
   /** True when the caller gave no logger. */
   silent: boolean
+  redis: RedisOption | undefined
 }
 
 /** Longest delay a Node timer accepts. */
@@ -83,7 +92,7 @@ const MAX_TIMER_MS = 2_147_483_647
 const OPTION_KEYS = [
   'connectionString', 'pool', 'schema', 'concurrency', 'batchSize', 'leaseMs', 'heartbeatMs', 'pollIntervalMs',
   'closeTimeoutMs', 'maintenanceIntervalMs', 'retryLaterMs', 'autorun', 'migrate', 'poolSize', 'preparedStatements',
-  'listen', 'listenConnectionString', 'logger',
+  'listen', 'listenConnectionString', 'logger', 'redis',
 ] as const
 
 /** Checks every option (unknown keys rejected) and fills in the defaults. */
@@ -113,6 +122,7 @@ export function resolveWorkerOptions(options: unknown): { resolved: ResolvedWork
     listenConnectionString: o.listenConnectionString === undefined ? null : checkText(o.listenConnectionString, 'options.listenConnectionString', 4096),
     logger: checkLogger(o.logger, 'options.logger'),
     silent: o.logger === undefined,
+    redis: checkRedisOption(o.redis, 'options.redis'),
   }
   return { resolved, connection: { connectionString: o.connectionString, pool: o.pool } }
 }

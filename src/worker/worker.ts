@@ -4,6 +4,10 @@ import { randomBytes } from 'node:crypto'
 import { EventEmitter } from 'node:events'
 import { hostname } from 'node:os'
 import type pg from 'pg'
+import type { CacheOutcome } from '../cache/breaker.js'
+import { Cache, endingFacts } from '../cache/cache.js'
+import { dedupFact } from '../cache/keys.js'
+import { Counters } from '../counters.js'
 import { openPool } from '../db/connection.js'
 import { channelOf, checkQueueName } from '../db/identifiers.js'
 import { sqlFor } from '../db/sql-files.js'
@@ -58,6 +62,9 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
   readonly schema: string
   /** This worker's name in `jobs.locked_by` and in the LISTEN connection's application_name. */
   readonly id: string
+  /** How the Redis pre-checks of ctx.runOnce and ctx.effect went, for metrics; empty without `redis`. */
+  readonly cacheOutcomes: Counters<CacheOutcome>
+  private readonly cache: Cache | undefined
   private readonly opts: ResolvedWorkerOptions
   private readonly logger: Logger
   private readonly pool: pg.Pool
@@ -90,7 +97,11 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
     this.pool = pool
     this.ownsPool = owned
     const store = new JobStore(pool, this.schema, this.queue, this.id, resolved.leaseMs, resolved.preparedStatements)
-    this.effects = new Effects({ pool, schema: this.schema, logger: resolved.logger, migrate: false, preparedStatements: resolved.preparedStatements })
+    this.cache = resolved.redis === undefined ? undefined
+      : new Cache({ redis: resolved.redis, pool, schema: this.schema, named: resolved.preparedStatements, logger: this.logger })
+    this.cacheOutcomes = this.cache?.outcomes ?? new Counters<CacheOutcome>()
+    this.effects = new Effects({ pool, schema: this.schema, logger: resolved.logger, migrate: false, preparedStatements: resolved.preparedStatements },
+      { cache: this.cache })
     this.steps = new StepBatcher(store, report, this.logger)
     const settler = new Settler<Data, Result>(store, this.steps, {
       owner: this,
@@ -150,7 +161,8 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
 
   /** @internal Used by `job.removeDeduplicationKey()`: deletes the key only if job `jobId` owns it. */
   async removeOwnedDeduplicationKey(key: string, jobId: string): Promise<boolean> {
-    const { rows } = await this.pool.query<{ deleted: boolean }>(sqlFor('remove-dedup-key', this.schema), [this.queue, key, jobId])
+    const { rows } = await endingFacts(this.cache, () => [dedupFact(this.queue, key)], false,
+      () => this.pool.query<{ deleted: boolean }>(sqlFor('remove-dedup-key', this.schema), [this.queue, key, jobId]))
     return rows[0]?.deleted ?? false
   }
 
@@ -169,6 +181,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
         () => this.state !== 'starting', (err) => this.errors.report(err))
     }
     if (this.state !== 'starting') return
+    await this.cache?.start()
     // LISTEN before the first claim, so that nothing added in between goes unnoticed.
     if (this.opts.listen) await this.notifier.start()
     if (this.state !== 'starting') return
@@ -206,6 +219,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
     await this.schedules.stop()
     await this.notifier.stop()
     await this.effects.close()
+    await this.cache?.close()
     if (this.ownsPool) await this.pool.end()
     this.logger.info('pgonce: worker closed')
   }
