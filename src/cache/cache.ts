@@ -152,7 +152,7 @@ export class Cache {
     const names = new KeyNames(this.schema, instance)
     this.redis = { handle, client: handle.client, names }
     void handle.ready.then(() => warnIfEvicting(handle.client, this.logger))
-    const config = { ...listenConfig(this.setup.pool, null, ''), application_name: `pgonce-cache ${this.schema}` }
+    const config = { ...listenConfig(this.setup.pool, null, ''), application_name: `pgonce-cache ${this.schema} ${process.pid}` }
     this.listener = new EpochListener(config, channelOf(this.schema), this.schema, handle.client, names, this.gate,
       this.clock, this.logger)
     this.listener.start()
