@@ -122,7 +122,6 @@ export class Effects {
       throw err
     }
     await this.complete(execute, key, token, doneTtl)
-    this.cache?.rememberClaim(key)
     return this.decided('ran', key)
   }
 
@@ -170,8 +169,8 @@ export class Effects {
     return (await this.cache?.effectRecorded(key)) === true
   }
 
-  /** @internal ctx.effect: the transaction that recorded (or found) `key` has committed. */
-  committedEffect(key: string): void {
+  /** @internal ctx.effect found `key` recorded by another transaction (committed): Redis may answer its next repeat. */
+  repeatedEffect(key: string): void {
     this.cache?.rememberEffect(key)
   }
 

@@ -189,6 +189,7 @@ describe.skipIf(!ok)('effects with the Redis layer on', () => {
       const fresh = key('retained-fresh')
       const recordedAt = Date.now()
       expect(await runJob(fresh)).toEqual(['ran', 'ran'])
+      await untilBothFromRedis(fresh)
       await until(async () => {
         const hits = effects.cacheOutcomes.get('hit')
         await record(`charge:${fresh}`)

@@ -42,7 +42,8 @@ function answerable(req: AddRequest, scope: CacheScope): boolean {
 /**
  * A keyed add (`req.dedupId` set) with the cache: answered from Redis when it may be; otherwise by Postgres
  * (`inPostgres` inside a caller's transaction, sql/add-job-cached.sql outside one), holding the bucket first when it
- * may end the key's fact (extend, replace) and publishing the bucket's epoch after a commit that bumped it.
+ * may end the key's fact (extend, replace) and publishing the bucket's epoch after a commit that bumped it. An entry is
+ * written when Postgres answers a repeat (the key was held before this add): keys added once take no memory in Redis.
  */
 export async function admitKeyed(t: KeyedTarget, scope: CacheScope, req: AddRequest,
   inPostgres: () => Promise<AdmissionRow>): Promise<AdmissionRow> {
@@ -62,7 +63,8 @@ export async function admitKeyed(t: KeyedTarget, scope: CacheScope, req: AddRequ
     const admission = admissionFromAnswer(answer, req, t.queue)
     cache.clock.sample(sent, answer.cache_now_ms)
     if (answer.cache_will_bump === true) await cache.publish([fact.bucket])
-    if (admission.error === null && answer.cache_owned === true && answer.cache_expires_ms !== null && answer.cache_now_ms !== null) {
+    const repeat = admission.error === null && admission.outcome !== 'added' && admission.outcome !== 'replaced'
+    if (repeat && answer.cache_owned === true && answer.cache_expires_ms !== null && answer.cache_now_ms !== null) {
       cache.remember(fact, Number(answer.cache_epoch), entryOf(admission), Number(answer.cache_expires_ms), Number(answer.cache_now_ms))
     }
     return admission

@@ -13,8 +13,8 @@ interface EntryRow {
 /**
  * The execution side of the cache: `effects.runOnce` / `ctx.runOnce` keys that are done (until their doneTtl), and
  * `ctx.effect` / `effects.record` keys in the ledger (for ever, or until ledger retention could prune them). Entries
- * are written from a read after the fact committed (sql/cache-claim-entry.sql, sql/cache-ledger-entry.sql), in the
- * background: the call that made the fact does not wait for Redis.
+ * are written when Postgres answered a repeat ('duplicate-done'), from a read made after that (sql/cache-claim-entry.sql,
+ * sql/cache-ledger-entry.sql), in the background: the call does not wait for Redis.
  */
 export class EffectsCache {
   constructor(readonly cache: Cache) {}
@@ -29,12 +29,12 @@ export class EffectsCache {
     return (await this.cache.lookup(ledgerFact(key))) !== null
   }
 
-  /** After runOnce answered 'ran' or 'duplicate-done': remember the done marker. */
+  /** After Postgres answered runOnce 'duplicate-done': remember the done marker. */
   rememberClaim(key: string): void {
     this.rememberFrom('cache-claim-entry', claimFact(key), key)
   }
 
-  /** After a committed transaction recorded (or found) `key` in the ledger: remember it. */
+  /** After ctx.effect found `key` in the ledger, recorded by a transaction that committed: remember it. */
   rememberEffect(key: string): void {
     this.rememberFrom('cache-ledger-entry', ledgerFact(key), key)
   }

@@ -191,7 +191,7 @@ export class HeldJob<Data> implements JobContext {
       await fn(tx)
       return 'ran' as const
     })
-    effects.committedEffect(key)
+    if (outcome === 'duplicate-done') effects.repeatedEffect(key)
     return outcome
   }
 
