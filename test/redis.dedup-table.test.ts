@@ -187,6 +187,21 @@ describe.skipIf(!ok)('§2.2 with the Redis layer on', () => {
     expect(fromPg.deduplicated).toBe(false)
   })
 
+  it('an entry overwritten by hand with something else is ignored: Postgres answers', async () => {
+    const first = await cached.queue.add('push', { v: 'garbled' }, { deduplication: { id: 'garbled', ttl: TTL } })
+    const hits = cached.queue.cacheOutcomes.get('hit')
+    for (let i = 0; i < 100 && cached.queue.cacheOutcomes.get('hit') === hits; i++) {
+      await cached.queue.add('push', { v: 'x' }, { deduplication: { id: 'garbled', ttl: TTL } })
+    }
+    const entries = (await schemaKeys(redis, db.schema)).filter((k) => k.includes(':k:twin-cached:'))
+    for (const value of [`${Date.now() + TTL}|not json`, `${Date.now() + TTL}|[1,2]`, 'no bar at all']) {
+      for (const k of entries) await redis.set(k, value, 'PX', 60_000)
+      const dup = await cached.queue.add('push', { v: 'y' }, { deduplication: { id: 'garbled', ttl: TTL } })
+      expect(dup.id).toBe(first.id)
+      expect(dup.data).toEqual({ v: 'garbled' })
+    }
+  })
+
   it('an add rolled back, or made inside a transaction, leaves no entry; the add after the commit is cached', async () => {
     const client = await db.pool.connect()
     try {

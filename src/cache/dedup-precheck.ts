@@ -51,7 +51,8 @@ export async function admitKeyed(t: KeyedTarget, scope: CacheScope, req: AddRequ
   const fact = dedupFact(t.queue, req.dedupId as string)
   if (answerable(req, scope)) {
     const payload = await cache.lookup(fact)
-    if (payload !== null) return admissionFromEntry(payload, t.queue, req.dedupId as string)
+    const hit = payload === null ? null : admissionFromEntry(payload, t.queue, req.dedupId as string)
+    if (hit !== null) return hit
   }
   const ending = req.extend || req.replace
   const held = ending && (await cache.hold([fact.bucket]))
@@ -90,10 +91,20 @@ function entryOf(r: AdmissionRow): string {
   return JSON.stringify(fields)
 }
 
-/** The answer a hit gives: the owner as cached, decided 'duplicate-key' (what Postgres answers for a held key). */
-function admissionFromEntry(payload: string, queue: string, key: string): AdmissionRow {
+/**
+ * The answer a hit gives: the owner as cached, decided 'duplicate-key' (what Postgres answers for a held key); null
+ * for a value that is not an entry of this layer (then Postgres answers).
+ */
+function admissionFromEntry(payload: string, queue: string, key: string): AdmissionRow | null {
+  let fields: unknown[]
+  try {
+    fields = JSON.parse(payload) as unknown[]
+  } catch {
+    return null
+  }
+  if (!Array.isArray(fields) || typeof fields[0] !== 'string' || typeof fields[1] !== 'string') return null
   const [id, name, jobId, data, state, priority, runAt, attempts, maxAttempts, backoff = null, createdAt, startedAt = null,
-    finishedAt = null, lastError = null, errorStack = null, result = null, progress = null, cancelRequestedAt = null] = JSON.parse(payload) as unknown[]
+    finishedAt = null, lastError = null, errorStack = null, result = null, progress = null, cancelRequestedAt = null] = fields
   return {
     outcome: 'duplicate-key', error: null,
     id, queue, name, job_id: jobId, data, state, priority, run_at: date(runAt), attempts, max_attempts: maxAttempts,
