@@ -6,6 +6,7 @@ import type { AdmissionRow } from './admission/answers.js'
 import { type AddRequest, type JobOptions, toAddRequest } from './admission/request.js'
 import type { CacheOutcome } from './cache/breaker.js'
 import { Cache, endingFacts } from './cache/cache.js'
+import { keyedAdmission } from './cache/dedup-precheck.js'
 import { dedupFact } from './cache/keys.js'
 import { type RedisOption, checkRedisOption } from './cache/redis-client.js'
 import { Counters } from './counters.js'
@@ -121,8 +122,8 @@ export class Queue<Data = unknown> implements JobOwner {
     const { tx, ...jobOpts } = checkOptions<AddOptions>(opts, 'opts', ADD_OPTION_KEYS)
     const req = toAddRequest(name, data, jobOpts, '', this.maxDataBytes)
     const execute = await this.executor(tx)
-    const cache = this.cache && { cache: this.cache, inCallerTx: tx !== undefined }
-    return this.answer(await admitOne({ execute, schema: this.schema, queue: this.name, cache }, req), req)
+    const keyed = this.cache && keyedAdmission(this.cache, tx !== undefined)
+    return this.answer(await admitOne({ execute, schema: this.schema, queue: this.name, keyed }, req), req)
   }
 
   /**

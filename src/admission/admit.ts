@@ -1,6 +1,5 @@
 // Sends validated adds to the database: one through add_job(), a plain batch through _insert_jobs(), any other batch through _add_jobs().
 
-import { type CacheScope, admitKeyed } from '../cache/dedup-precheck.js'
 import { prepared } from '../db/prepared.js'
 import type { Execute } from '../db/executor.js'
 import { type AdmissionRow, type AnswerRow, type PlainBulkRow, admissionFromAnswer, plainAdmissions } from './answers.js'
@@ -12,13 +11,16 @@ export interface AdmissionTarget {
   execute: Execute
   schema: string
   queue: string
-  /** The Redis layer, when on (docs/redis.md): keyed adds go through src/cache/dedup-precheck.ts. */
-  cache?: CacheScope
+  /** With the Redis layer on (docs/redis.md), how a keyed add is decided: src/cache/dedup-precheck.ts. */
+  keyed?: KeyedAdmission
 }
+
+/** A keyed add through the Redis layer; `inPostgres` is the add as it is without Redis. */
+export type KeyedAdmission = (t: AdmissionTarget, req: AddRequest, inPostgres: () => Promise<AdmissionRow>) => Promise<AdmissionRow>
 
 /** One add: how it was decided and the job that answers. */
 export function admitOne(t: AdmissionTarget, req: AddRequest): Promise<AdmissionRow> {
-  if (t.cache !== undefined && req.dedupId !== null) return admitKeyed(t, t.cache, req, () => admitInPostgres(t, req))
+  if (t.keyed !== undefined && req.dedupId !== null) return t.keyed(t, req, () => admitInPostgres(t, req))
   return admitInPostgres(t, req)
 }
 

@@ -61,7 +61,6 @@ import { type Execute, executorFor } from '../db/executor.js'
 import { channelOf } from '../db/identifiers.js'
 import { sqlFor } from '../db/sql-files.js'
 import type { Logger } from '../logger.js'
-import { listenConfig } from '../worker/notifier.js'
 import { FAILED, RedisGate } from './breaker.js'
 import { DbClock } from './db-clock.js'
 import { EpochListener } from './epoch-listener.js'
@@ -152,7 +151,15 @@ export class Cache {
     const names = new KeyNames(this.schema, instance)
     this.redis = { handle, client: handle.client, names }
     void handle.ready.then(() => warnIfEvicting(handle.client, this.logger))
-    const config = { ...listenConfig(this.setup.pool, null, ''), application_name: `pgonce-cache ${this.schema} ${process.pid}` }
+    // The pool's own settings (as the worker's LISTEN connection takes them), with keepalives: a silently dropped
+    // connection must be noticed, for the cache stops answering only once it is.
+    const config: pg.ClientConfig = {
+      connectionTimeoutMillis: 10_000,
+      ...(this.setup.pool as unknown as { options: pg.ClientConfig }).options,
+      application_name: `pgonce-cache ${this.schema} ${process.pid}`,
+      keepAlive: true,
+      keepAliveInitialDelayMillis: 10_000,
+    }
     this.listener = new EpochListener(config, channelOf(this.schema), this.schema, handle.client, names, this.gate,
       this.clock, this.logger)
     this.listener.start()

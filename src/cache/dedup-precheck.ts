@@ -3,22 +3,15 @@
 import { type AdmissionRow, type AnswerRow, admissionFromAnswer } from '../admission/answers.js'
 import { addJobParams } from '../admission/params.js'
 import type { AddRequest } from '../admission/request.js'
-import type { Execute } from '../db/executor.js'
+import type { AdmissionTarget, KeyedAdmission } from '../admission/admit.js'
 import { prepared } from '../db/prepared.js'
 import type { Cache } from './cache.js'
 import { dedupFact } from './keys.js'
 
 /** The cache as an add sees it: `inCallerTx` when the add runs in the caller's transaction (never read, never written). */
-export interface CacheScope {
+interface CacheScope {
   cache: Cache
   inCallerTx: boolean
-}
-
-/** Where the add runs (admit.ts's AdmissionTarget, structurally). */
-interface KeyedTarget {
-  execute: Execute
-  schema: string
-  queue: string
 }
 
 /** The columns sql/add-job-cached.sql adds to the answer (see _cache_key_state in migration 000006). */
@@ -39,13 +32,18 @@ function answerable(req: AddRequest, scope: CacheScope): boolean {
   return !scope.inCallerTx && !req.extend && !req.replace && req.jobId === null && req.dependsOn === null
 }
 
+/** How queue.add decides a keyed add with the cache on (admit.ts calls it), in or outside a caller's transaction. */
+export function keyedAdmission(cache: Cache, inCallerTx: boolean): KeyedAdmission {
+  return (t, req, inPostgres) => admitKeyed(t, { cache, inCallerTx }, req, inPostgres)
+}
+
 /**
  * A keyed add (`req.dedupId` set) with the cache: answered from Redis when it may be; otherwise by Postgres
  * (`inPostgres` inside a caller's transaction, sql/add-job-cached.sql outside one), holding the bucket first when it
  * may end the key's fact (extend, replace) and publishing the bucket's epoch after a commit that bumped it. An entry is
  * written when Postgres answers a repeat (the key was held before this add): keys added once take no memory in Redis.
  */
-export async function admitKeyed(t: KeyedTarget, scope: CacheScope, req: AddRequest,
+async function admitKeyed(t: AdmissionTarget, scope: CacheScope, req: AddRequest,
   inPostgres: () => Promise<AdmissionRow>): Promise<AdmissionRow> {
   const { cache } = scope
   const fact = dedupFact(t.queue, req.dedupId as string)
