@@ -86,6 +86,8 @@ export interface CacheSetup {
   schema: string
   /** Named prepared statements (false behind a transaction-mode pooler). */
   named: boolean
+  /** Where the listener connects when it must not go where the pool does (a Worker's listenConnectionString). (Default: the pool's settings) */
+  listenConnectionString?: string | null
   logger: Logger
 }
 
@@ -153,15 +155,17 @@ export class Cache {
     void handle.ready.then(() => warnIfEvicting(handle.client, this.logger))
     // The pool's own settings (as the worker's LISTEN connection takes them), with keepalives: a silently dropped
     // connection must be noticed, for the cache stops answering only once it is.
+    const listenAt = this.setup.listenConnectionString
     const config: pg.ClientConfig = {
       connectionTimeoutMillis: 10_000,
-      ...(this.setup.pool as unknown as { options: pg.ClientConfig }).options,
+      ...(listenAt === null || listenAt === undefined ? (this.setup.pool as unknown as { options: pg.ClientConfig }).options : { connectionString: listenAt }),
       application_name: `pgonce-cache ${this.schema} ${process.pid}`,
       keepAlive: true,
       keepAliveInitialDelayMillis: 10_000,
     }
+    const notify = (payload: string) => this.execute(sqlFor('cache-probe', this.schema), [payload])
     this.listener = new EpochListener(config, channelOf(this.schema), this.schema, handle.client, names, this.gate,
-      this.clock, this.logger)
+      this.clock, notify, this.logger)
     this.listener.start()
   }
 

@@ -1,5 +1,6 @@
 // The cache layer's LISTEN connection: the epoch of every bucket as Postgres last said, kept current by '!cache' NOTIFYs, re-read after every reconnect.
 
+import { randomBytes } from 'node:crypto'
 import pg from 'pg'
 import { sqlFor } from '../db/sql-files.js'
 import type { Logger } from '../logger.js'
@@ -17,6 +18,9 @@ const POLL_MS = 30_000
 const RETRY_MS = 1_000
 /** At most one invalidate_cache per this long per process; epochs going back again sooner stop the use of Redis. */
 const INVALIDATE_EVERY_MS = 60_000
+/** How long a sync waits for its own probe NOTIFY, and how long it waits to try again when none came. */
+const PROBE_MS = 2_000
+const PROBE_RETRY_MS = 30_000
 /** Background Redis commands (the epoch copies, the checks at a sync) may take this long. */
 const BACKGROUND_TIMEOUT_MS = 500
 
@@ -33,7 +37,8 @@ interface EpochRow {
  * since: before that, and from the moment the connection fails until it is back and read again, the cache answers
  * nothing from Redis.
  *
- * A sync also looks for a database that went back in time: a server started anew (a restart, a failover, a restore),
+ * A sync first checks that its LISTEN hears a NOTIFY sent from another connection (behind a transaction-mode pooler it
+ * does not: then Redis stays unused, and an error says why). It also looks for a database that went back in time: a server started anew (a restart, a failover, a restore),
  * or an epoch lower than this process or Redis saw: then every bucket is bumped (invalidate_cache) above every epoch
  * seen, and read again.
  */
@@ -52,6 +57,8 @@ export class EpochListener {
   private resyncWanted = false
   /** Epochs heard by NOTIFY, to copy into Redis in one call (a bump of every bucket sends 256 NOTIFYs at once). */
   private readonly toCopy = new Map<number, number>()
+  /** Probes sent and not heard yet. */
+  private readonly probes = new Map<string, () => void>()
 
   constructor(
     private readonly config: pg.ClientConfig,
@@ -61,6 +68,8 @@ export class EpochListener {
     private readonly names: KeyNames,
     private readonly gate: RedisGate,
     private readonly clock: DbClock,
+    /** Sends `payload` as a NOTIFY on the channel from another connection (pgonce's pool). */
+    private readonly notifyFromPool: (payload: string) => Promise<unknown>,
     private readonly logger: Logger,
   ) {}
 
@@ -132,6 +141,10 @@ export class EpochListener {
   }
 
   private notified(rest: string): void {
+    if (rest.startsWith('probe ')) {
+      this.probes.get(rest)?.()
+      return
+    }
     if (rest === '*') {
       // Every bucket was bumped (invalidate_cache): nothing is answered from Redis until the new epochs are read.
       this.resync(true)
@@ -181,7 +194,30 @@ export class EpochListener {
     }
   }
 
+  /** Whether a NOTIFY sent from another connection reaches this LISTEN within PROBE_MS. */
+  private async hears(): Promise<boolean> {
+    const token = `probe ${randomBytes(6).toString('hex')}`
+    const heard = new Promise<boolean>((resolve) => {
+      const timer = setTimeout(() => resolve(false), PROBE_MS)
+      this.probes.set(token, () => {
+        clearTimeout(timer)
+        resolve(true)
+      })
+    })
+    await this.notifyFromPool(`!cache ${token}`).catch(() => {})
+    const answer = await heard
+    this.probes.delete(token)
+    return answer
+  }
+
   private async syncOnce(): Promise<void> {
+    if (!(await this.hears())) {
+      this.syncedNow = false
+      this.logger.error({ channel: this.channel }, 'pgonce: the cache listener does not hear NOTIFYs sent from other connections '
+        + '(a transaction-mode pooler?); answering from Postgres only (docs/redis.md)')
+      this.scheduleResync(PROBE_RETRY_MS)
+      return
+    }
     for (let round = 0; ; round++) {
       const client = this.client
       if (client === null) return

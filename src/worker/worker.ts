@@ -98,7 +98,8 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
     this.ownsPool = owned
     const store = new JobStore(pool, this.schema, this.queue, this.id, resolved.leaseMs, resolved.preparedStatements)
     this.cache = resolved.redis === undefined ? undefined
-      : new Cache({ redis: resolved.redis, pool, schema: this.schema, named: resolved.preparedStatements, logger: this.logger })
+      : new Cache({ redis: resolved.redis, pool, schema: this.schema, named: resolved.preparedStatements,
+        listenConnectionString: resolved.listenConnectionString, logger: this.logger })
     this.cacheOutcomes = this.cache?.outcomes ?? new Counters<CacheOutcome>()
     this.effects = new Effects({ pool, schema: this.schema, logger: resolved.logger, migrate: false, preparedStatements: resolved.preparedStatements },
       { cache: this.cache })
