@@ -24,8 +24,7 @@ function sha256(text: string): Buffer {
 
 /** A dedup key of a queue. Queue names are allow-listed and contain no space, so the identity is unambiguous. */
 export function dedupFact(queue: string, key: string): Fact {
-  const ident = `k ${queue} ${key}`
-  return { kind: 'k', ident, bucket: bucketOf(ident), tail: `k:${queue}:${sha256(key).subarray(0, 20).toString('base64url')}` }
+  return fact('k', `k ${queue} ${key}`, `k:${queue}:`)
 }
 
 /** An effect key of the processed_effects ledger. */
@@ -39,13 +38,13 @@ export function claimFact(key: string): Fact {
 }
 
 function keyFact(kind: 'e' | 'c', key: string): Fact {
-  const ident = `${kind} ${key}`
-  return { kind, ident, bucket: bucketOf(ident), tail: `${kind}:${sha256(key).subarray(0, 20).toString('base64url')}` }
+  return fact(kind, `${kind} ${key}`, `${kind}:`)
 }
 
-/** The first byte of SHA-256 in UTF-8, as `_cache_bucket()` in migration 000006. */
-export function bucketOf(ident: string): number {
-  return sha256(ident)[0] as number
+/** One SHA-256 of the identity: its first byte is the bucket (`_cache_bucket()` in migration 000006), 160 bits name it. */
+function fact(kind: FactKind, ident: string, prefix: string): Fact {
+  const digest = sha256(ident)
+  return { kind, ident, bucket: digest[0] as number, tail: `${prefix}${digest.subarray(0, 20).toString('base64url')}` }
 }
 
 /**
