@@ -49,6 +49,35 @@ export class DeduplicationError extends Error {
   }
 }
 
+/** Which server setting (or cancel request) stopped a statement: SQLSTATE 55P03 or 57014. */
+export type QueryTimeoutCode = '55P03' | '57014'
+
+/**
+ * A pgonce statement was stopped by the server before it finished: `lock_timeout` (SQLSTATE 55P03, another session
+ * held a row or key it needed) or `statement_timeout` (57014; also a `pg_cancel_backend`). The statement changed
+ * nothing: retry the call. Inside your `tx`, your transaction is aborted by it and must be rolled back.
+ */
+export class QueryTimeoutError extends Error {
+  override readonly name = 'QueryTimeoutError'
+  constructor(
+    /** The SQLSTATE: '55P03' (lock_timeout) or '57014' (statement_timeout, or a cancel request). */
+    readonly code: QueryTimeoutCode,
+    /** The statement's name (e.g. `add-job`), or `sql` when it had none. */
+    readonly statement: string,
+    /** The driver's error. */
+    override readonly cause: unknown,
+  ) {
+    super(`pgonce: statement ${statement} was stopped by ${code === '55P03' ? 'lock_timeout' : 'statement_timeout (or a cancel request)'} ` +
+      `(SQLSTATE ${code}); nothing it would have written was written: ${(cause as Error)?.message ?? String(cause)}`)
+  }
+}
+
+/** The error to throw for a driver error: a timeout as a {@link QueryTimeoutError}, anything else as it is. */
+export function typedDatabaseError(err: unknown, statement: string): unknown {
+  const code = (err as { code?: unknown } | null)?.code
+  return code === '55P03' || code === '57014' ? new QueryTimeoutError(code, statement, err) : err
+}
+
 /** The lease of a running job was taken over (expired and rescued, or the job was changed by hand). */
 export class LeaseLostError extends Error {
   override readonly name = 'LeaseLostError'

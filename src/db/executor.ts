@@ -1,8 +1,10 @@
 // Reduces every accepted `tx` (pg Pool, PoolClient or Client, Kysely or Kysely Transaction) to one `execute`.
 
 import { randomBytes } from 'node:crypto'
+import { typedDatabaseError } from '../errors.js'
 import { fail } from '../validate.js'
 import type { PreparedQuery } from './prepared.js'
+import { statementName } from './sql-files.js'
 
 /**
  * Runs one statement with bound parameters and resolves to its rows. A named
@@ -62,17 +64,28 @@ function rawQuery(sql: string, parameters: readonly unknown[]): RawCompiledQuery
 export function executorFor(tx: unknown, field = 'opts.tx', named = true): Execute {
   if (typeof tx === 'object' && tx !== null) {
     if (isKysely(tx)) {
-      return async <R extends object>(query: string | PreparedQuery, values: readonly unknown[]) =>
-        (await (tx.executeQuery as unknown as RunRaw).call(tx, rawQuery(typeof query === 'string' ? query : query.text, values))).rows as R[]
+      return typed(async <R extends object>(query: string | PreparedQuery, values: readonly unknown[]) =>
+        (await (tx.executeQuery as unknown as RunRaw).call(tx, rawQuery(typeof query === 'string' ? query : query.text, values))).rows as R[])
     }
     const pg = tx as Partial<PgQueryable>
     if (typeof pg.query === 'function') {
       const q = tx as PgQueryable
-      return async <R extends object>(query: string | PreparedQuery, values: readonly unknown[]) =>
+      return typed(async <R extends object>(query: string | PreparedQuery, values: readonly unknown[]) =>
         (typeof query === 'string' || !named
           ? await q.query(typeof query === 'string' ? query : query.text, [...values])
-          : await q.query({ name: query.name, text: query.text, values: [...values] })).rows as R[]
+          : await q.query({ name: query.name, text: query.text, values: [...values] })).rows as R[])
     }
   }
   return fail('INVALID_TYPE', field, 'must be a pg Pool, PoolClient or Client, or a Kysely instance or transaction')
+}
+
+/** `execute`, with a statement stopped by lock_timeout or statement_timeout thrown as a QueryTimeoutError. */
+function typed(execute: Execute): Execute {
+  return async <R extends object>(query: string | PreparedQuery, values: readonly unknown[]) => {
+    try {
+      return await execute<R>(query, values)
+    } catch (err) {
+      throw typedDatabaseError(err, statementName(typeof query === 'string' ? query : query.text))
+    }
+  }
 }

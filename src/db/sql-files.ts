@@ -27,6 +27,7 @@ export function fillPlaceholders(text: string, schema: string): string {
 }
 
 const cache = new Map<string, string>()
+const names = new Map<string, string>()
 
 /** The text of `sql/<name>.sql` for one schema. */
 export function sqlFor(name: string, schema: string): string {
@@ -35,6 +36,12 @@ export function sqlFor(name: string, schema: string): string {
   if (text === undefined) {
     text = fillPlaceholders(readFileSync(join(PACKAGE_ROOT, 'sql', `${name}.sql`), 'utf8'), schema)
     cache.set(key, text)
+    names.set(text, name)
   }
   return text
+}
+
+/** The sql/ file a statement text came from (for errors), or 'sql' for text pgonce did not read from there. */
+export function statementName(text: string): string {
+  return names.get(text) ?? 'sql'
 }

@@ -1,11 +1,11 @@
 // Fault suite, lock_timeout and statement_timeout hitting pgonce's own statements while another session holds a
-// lock on a jobs row or a dedup key. Guarantee: the call fails with an error that says what happened (today pg's
-// error with its SQLSTATE: 55P03 lock_not_available, 57014 query_canceled; pgonce has no typed error for it yet, see
-// the it.fails below), nothing is half-written (no job, no key, no moved key, nothing of a batch), and the same call
+// lock on a jobs row or a dedup key. Guarantee: the call fails with an error that says what happened (a
+// QueryTimeoutError keeping the SQLSTATE: 55P03 lock_not_available, 57014 query_canceled), nothing is half-written (no job, no key, no moved key, nothing of a batch), and the same call
 // succeeds once the lock is gone. With `tx`, the caller's transaction is aborted by the failed statement (25P02 on
 // its next statement) and they must roll it back: nothing of theirs or pgonce's is committed. A worker whose
 // completion times out reports it and retries: the job completes once.
 
+import { Kysely, PostgresDialect } from 'kysely'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import * as pgonce from '../../src/index.js'
@@ -168,20 +168,25 @@ describe.each([
     }
   })
 
-  // Defect (missing feature) pinned: pgonce has no typed error for a statement refused by lock_timeout or
-  // statement_timeout; the caller gets pg's DatabaseError and must know SQLSTATEs. What we think is right: an error
-  // class exported by pgonce (so `instanceof` works across drivers and the Kysely path), keeping the SQLSTATE in
-  // `code`, whose message names the operation. Remove `.fails` when pgonce has one.
-  it.fails('the failure is a typed pgonce error (exported class) keeping the SQLSTATE', async () => {
+  // A typed error, exported (instanceof works whatever the driver: pg or Kysely), keeping the SQLSTATE in `code`,
+  // naming the statement, the driver's error as `cause`.
+  it('the failure is a QueryTimeoutError keeping the SQLSTATE and naming the statement, also through Kysely', async () => {
     await queue.add('owner', {}, { deduplication: { id: 'typed-held' } })
     const lock = await holdLock(`select 1 from "${db.schema}".dedup_keys where queue = $1 and key = $2 for update`, [qname, 'typed-held'])
+    const kysely = new Kysely<unknown>({ dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: withSetting(setting), max: 1 }) }) })
     try {
       const err = await failure(() => queue.add('new', {}, { deduplication: { id: 'typed-held', replace: true } }))
-      const classes = (Object.values(pgonce) as unknown[]).filter((v): v is abstract new () => Error => typeof v === 'function' && v.prototype instanceof Error)
-      expect(classes.some((C) => err instanceof C)).toBe(true)
-      expect(err.code).toBe(sqlstate)
+      expect(err).toBeInstanceOf(pgonce.QueryTimeoutError)
+      expect(err).toMatchObject({ code: sqlstate, statement: 'add-job' })
+      expect((err as pgonce.QueryTimeoutError).cause).toMatchObject({ code: sqlstate })
+      expect(err.message).toContain(sqlstate === '55P03' ? 'lock_timeout' : 'statement_timeout')
+      const viaKysely = await failure(() => kysely.transaction().execute((trx) =>
+        queue.add('new', {}, { deduplication: { id: 'typed-held', replace: true }, tx: trx })))
+      expect(viaKysely).toBeInstanceOf(pgonce.QueryTimeoutError)
+      expect(viaKysely).toMatchObject({ code: sqlstate })
     } finally {
       await lock.release()
+      await kysely.destroy()
     }
   })
 })
