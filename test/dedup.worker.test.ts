@@ -158,8 +158,9 @@ describe('housekeeping and keys', () => {
     const gen1 = await queue.add('push', { v: 'gen1' }, { deduplication: { id: moved } })
     for (const id of [ownJob.id, gen1.id]) await t.makeActive(id)
     const gen2 = await queue.add('push', { v: 'gen2' }, { deduplication: { id: moved, replace: true } })
-    // Both leases ran out (a crashed worker): backdated on the database clock.
-    await t.sql(`update $S.jobs set locked_until = now() - interval '1 minute' where id = any($1::bigint[])`, [[ownJob.id, gen1.id]])
+    // Both leases ran out (a crashed worker) on a run that was already the one more run a stall gives: backdated on
+    // the database clock.
+    await t.sql(`update $S.jobs set locked_until = now() - interval '1 minute', stalls = 1 where id = any($1::bigint[])`, [[ownJob.id, gen1.id]])
 
     await waitFor(async () => (await maintain()).ran, 30_000, 'a maintenance run')
 
@@ -181,5 +182,34 @@ describe('housekeeping and keys', () => {
     expect(result.expiredKeys).toBe(2)
     for (const key of expired) expect(await t.key(key)).toBeUndefined()
     expect(await t.keyOwner(held)).toBe(owner.id)
+  })
+})
+
+describe('job.removeDeduplicationKey({ tx }) inside a handler', () => {
+  it('runs in the handler\'s transaction: rolled back with it, committed with it', async () => {
+    const kept = newKey('tx-rollback')
+    const gone = newKey('tx-commit')
+    const own = new Queue<Payload>('dedup-worker-tx', { connectionString: db.url, schema: db.schema, migrate: false })
+    const a = await own.add('push', { v: 'rollback', fail: true }, { deduplication: { id: kept, ttl: TTL }, attempts: 1 })
+    const b = await own.add('push', { v: 'commit' }, { deduplication: { id: gone, ttl: TTL } })
+    const removed: boolean[] = []
+    const worker = new Worker<Payload>('dedup-worker-tx', async (job, ctx) => {
+      await ctx.transaction(async (tx) => {
+        removed.push(await job.removeDeduplicationKey({ tx }))
+        // Inside the transaction the key is gone; outside it is still held until commit.
+        expect(await own.getDeduplicationJobId(job.deduplicationId!)).toBe(job.id)
+        if (job.data.fail) throw new Error('roll back')
+      })
+    }, { connectionString: db.url, schema: db.schema, concurrency: 1, pollIntervalMs: 100, maintenanceIntervalMs: 0, migrate: false })
+    try {
+      await waitForState(db, a.id, 'failed', 30_000)
+      await waitForState(db, b.id, 'completed', 30_000)
+    } finally {
+      await worker.close()
+    }
+    expect(removed).toEqual([true, true])
+    expect(await own.getDeduplicationJobId(kept)).toBe(a.id)
+    expect(await own.getDeduplicationJobId(gone)).toBeNull()
+    await own.close()
   })
 })

@@ -9,13 +9,14 @@ import { Cache, endingFacts } from '../cache/cache.js'
 import { dedupFact } from '../cache/keys.js'
 import { Counters } from '../counters.js'
 import { openPool } from '../db/connection.js'
+import { type Transactional, executorFor } from '../db/executor.js'
 import { channelOf, checkQueueName } from '../db/identifiers.js'
 import { sqlFor } from '../db/sql-files.js'
 import { Effects } from '../effects.js'
 import type { Job, JobOwner } from '../job.js'
 import type { Logger } from '../logger.js'
 import { migrateUntilDone } from '../migrate/runner.js'
-import { fail } from '../validate.js'
+import { checkOptions, fail } from '../validate.js'
 import { ErrorReporter } from './error-reporter.js'
 import { Fetcher } from './fetcher.js'
 import { Housekeeping } from './housekeeping.js'
@@ -160,11 +161,13 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
     return this.closing
   }
 
-  /** @internal Used by `job.removeDeduplicationKey()`: deletes the key only if job `jobId` owns it. */
-  async removeOwnedDeduplicationKey(key: string, jobId: string): Promise<boolean> {
-    const { rows } = await endingFacts(this.cache, () => [dedupFact(this.queue, key)], false,
-      () => this.pool.query<{ deleted: boolean }>(sqlFor('remove-dedup-key', this.schema), [this.queue, key, jobId]))
-    return rows[0]?.deleted ?? false
+  /** @internal Used by `job.removeDeduplicationKey()`: deletes the key only if job `jobId` owns it, in `tx` if given. */
+  async removeOwnedDeduplicationKey(key: string, jobId: string, options?: { tx?: Transactional }): Promise<boolean> {
+    const { tx } = checkOptions<{ tx?: Transactional }>(options, 'options', ['tx'])
+    const execute = executorFor(tx === undefined ? this.pool : tx, 'options.tx', this.opts.preparedStatements)
+    const [row] = await endingFacts(this.cache, () => [dedupFact(this.queue, key)], tx !== undefined,
+      () => execute<{ deleted: boolean }>(sqlFor('remove-dedup-key', this.schema), [this.queue, key, jobId]))
+    return row?.deleted ?? false
   }
 
   private notified(payload: string): void {
