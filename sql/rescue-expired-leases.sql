@@ -1,27 +1,34 @@
 -- Housekeeping: up to $1 jobs whose lease expired (their worker crashed, was killed or stopped heartbeating) go back
--- to the queue: a claimed one as it was (its handler never started), an active one with its run counted, or to
--- 'failed' when no attempt is left; 'cancelled' when its cancellation was requested. Wakes the queues' idle workers.
+-- to the queue: a claimed one (its handler never started) to 'waiting' as it was, its run not counted; an active one
+-- to 'waiting' with its run counted and its stall counted. A job whose cancellation was requested ends 'cancelled'.
+-- An active job whose attempts are used up still runs again once (stalls 0 -> 1: a crash of the worker is not the
+-- job's failure); a second expired lease with no attempt left fails it ('failed'), so that a job that kills its
+-- worker cannot loop. Wakes the queues' idle workers.
 with expired as (
   select id from :PGONCE_SCHEMA.jobs
   where :PGONCE_SCHEMA._holds_lease(state) and locked_until < now()
   order by locked_until
   limit $1
   for update skip locked
+), decided as (
+  select j.id, case
+      when j.cancel_requested_at is not null then 'cancelled'
+      when j.state = 'active' and j.attempts >= j.max_attempts and j.stalls >= 1 then 'failed'
+      else 'waiting' end as next
+  from :PGONCE_SCHEMA.jobs j join expired e on e.id = j.id
 ), rescued as (
   update :PGONCE_SCHEMA.jobs j
-  set state = case when j.cancel_requested_at is not null then 'cancelled'
-                   when j.state = 'active' and j.attempts >= j.max_attempts then 'failed' else 'waiting' end,
-      run_at = case when j.cancel_requested_at is null and not (j.state = 'active' and j.attempts >= j.max_attempts)
-                    then now() else j.run_at end,
-      finished_at = case when j.cancel_requested_at is not null or (j.state = 'active' and j.attempts >= j.max_attempts)
-                         then now() end,
+  set state = d.next,
+      run_at = case when d.next = 'waiting' then now() else j.run_at end,
+      finished_at = case when d.next = 'waiting' then null else now() end,
+      stalls = j.stalls + case when j.state = 'active' then 1 else 0 end,
       last_error = case when j.state = 'active'
         then 'lease expired: worker ' || coalesce(j.locked_by, '?') || ' stopped heartbeating (crashed, killed or blocked)'
         else j.last_error end,
       error_stack = case when j.state = 'active' then null else j.error_stack end,
       lock_token = null, locked_until = null, locked_by = null
-  from expired e
-  where j.id = e.id and :PGONCE_SCHEMA._holds_lease(j.state) and j.locked_until < now()
+  from decided d
+  where j.id = d.id and :PGONCE_SCHEMA._holds_lease(j.state) and j.locked_until < now()
   returning j.id, j.queue, j.state
 )
 select (select count(*) from rescued)::integer as count,

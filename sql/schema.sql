@@ -97,13 +97,19 @@ create table pgonce.jobs (
   cancel_requested_at timestamp with time zone,
   progress jsonb,
   trace_context text,
+  stalls integer not null default 0,
   constraint jobs_pkey PRIMARY KEY (id),
+  constraint jobs_dedup_key_bytes CHECK (((dedup_key IS NULL) OR ((octet_length(dedup_key) >= 1) AND (octet_length(dedup_key) <= 255)))) NOT VALID,
+  constraint jobs_job_id_bytes CHECK (((job_id IS NULL) OR ((octet_length(job_id) >= 1) AND (octet_length(job_id) <= 255)))) NOT VALID,
+  constraint jobs_name_bytes CHECK (((octet_length(name) >= 1) AND (octet_length(name) <= 255))) NOT VALID,
+  constraint jobs_queue_name CHECK ((queue ~ '^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$'::text)) NOT VALID,
   constraint jobs_state_check CHECK ((state = ANY (ARRAY['waiting'::text, 'delayed'::text, 'waiting-children'::text, 'claimed'::text, 'active'::text, 'completed'::text, 'failed'::text, 'cancelled'::text])))
 );
 comment on table pgonce.jobs is 'One row per job generation. state: waiting|delayed|waiting-children|claimed|active|completed|failed|cancelled (claimed: leased by a worker, handler not started). attempts counts handler starts.';
 comment on column pgonce.jobs.has_dependents is 'A job added with dependsOn names this one: its end promotes or fails them (jobs_finished).';
 comment on column pgonce.jobs.cancel_requested_at is 'queue.cancelJob() on a running job: its handler is aborted and it ends cancelled.';
 comment on column pgonce.jobs.trace_context is 'W3C traceparent of the add, continued by the worker''s span.';
+comment on column pgonce.jobs.stalls is 'How many runs of this job ended with an expired lease (a crashed or blocked worker).';
 
 create table pgonce.migrations (
   filename text not null,
@@ -340,10 +346,12 @@ begin
         job := v_owner;
         return;
       end if;
-      if v_held and exists (
+      -- A live dependent keeps its parent from being superseded; so does the new job itself, if it would depend on
+      -- the pending owner its replace deletes.
+      if v_held and ((v_owner.id = any(p_depends_on) and "pgonce"._is_pending(v_owner.state)) or exists (
         select 1 from "pgonce".job_dependencies d join "pgonce".jobs c on c.id = d.job_id
         where d.depends_on = v_owner.id and "pgonce"._is_live(c.state)
-      ) then
+      )) then
         error := 'REPLACE_HAS_DEPENDENTS';
         job := v_owner;
         return;
@@ -383,6 +391,20 @@ begin
       insert into "pgonce".job_dependencies (job_id, depends_on)
       select job.id, d from unnest(p_depends_on) d on conflict do nothing;
       update "pgonce".jobs set has_dependents = true where id = any(p_depends_on) and not has_dependents;
+      -- A parent that already failed or was cancelled can never complete: the new job fails at once, as its waiting
+      -- siblings did when that parent ended, naming the first such parent of its dependsOn (the jobs_finished trigger
+      -- then releases its no-TTL key).
+      if exists (select 1 from "pgonce".jobs
+                 where id = any(p_depends_on) and "pgonce"._is_terminal(state) and state <> 'completed') then
+        update "pgonce".jobs j set state = 'failed', finished_at = now(),
+          last_error = format('dependency %s ended %s', p.id, p.state)
+        from (select p.id, p.state from unnest(p_depends_on) with ordinality d(id, n)
+              join "pgonce".jobs p on p.id = d.id
+              where "pgonce"._is_terminal(p.state) and p.state <> 'completed'
+              order by d.n limit 1) p
+        where j.id = job.id
+        returning j.* into job;
+      end if;
     end if;
     outcome := case when v_held then 'replaced' else 'added' end;
     return;
@@ -822,19 +844,40 @@ begin
 end
 $function$;
 
-CREATE OR REPLACE FUNCTION pgonce.add_jobs(queue text, items jsonb)
+CREATE OR REPLACE FUNCTION pgonce.add_jobs(queue text, items jsonb, raise_rejection boolean DEFAULT true)
  RETURNS SETOF pgonce.admission
- LANGUAGE sql
+ LANGUAGE plpgsql
 AS $function$
-  select a.* from (
-    select array_agg(e->>'name' order by o) n, array_agg(e->'data' order by o) d, array_agg(e->>'jobId' order by o) j,
-      array_agg(e->>'dedupId' order by o) k, array_agg((e->>'dedupTtlMs')::bigint order by o) t,
-      array_agg((e->>'extend')::boolean order by o) x, array_agg((e->>'replace')::boolean order by o) r,
-      array_agg((e->>'delayMs')::bigint order by o) dl, array_agg((e->>'priority')::integer order by o) p,
-      array_agg((e->>'attempts')::integer order by o) at, array_agg(e->'backoff' order by o) b,
-      array_agg(case when e ? 'dependsOn' then translate((e->'dependsOn')::text, '[]"', '{}') end order by o) dep
-    from jsonb_array_elements(items) with ordinality e(e, o)
-  ) i, "pgonce"._add_jobs(queue, i.n, i.d, i.j, i.k, i.t, i.x, i.r, i.dl, i.p, i.at, i.b, i.dep, null) a
+declare
+  v_bad jsonb;
+  v_answer "pgonce".admission;
+begin
+  select e into v_bad from jsonb_array_elements(items) e
+  where jsonb_typeof(e) <> 'object'
+     or e - '{name,data,jobId,dedupId,dedupTtlMs,extend,replace,delayMs,priority,attempts,backoff,dependsOn}'::text[] <> '{}'::jsonb
+  limit 1;
+  if found then
+    raise exception 'pgonce: add_jobs() items are objects with the keys name, data, jobId, dedupId, dedupTtlMs, extend, replace, delayMs, priority, attempts, backoff, dependsOn (item: %)',
+      left(v_bad::text, 200) using errcode = '22023';
+  end if;
+  for v_answer in
+    select a.* from (
+      select array_agg(e->>'name' order by o) n, array_agg(e->'data' order by o) d, array_agg(e->>'jobId' order by o) j,
+        array_agg(e->>'dedupId' order by o) k, array_agg((e->>'dedupTtlMs')::bigint order by o) t,
+        array_agg((e->>'extend')::boolean order by o) x, array_agg((e->>'replace')::boolean order by o) r,
+        array_agg((e->>'delayMs')::bigint order by o) dl, array_agg((e->>'priority')::integer order by o) p,
+        array_agg((e->>'attempts')::integer order by o) at, array_agg(e->'backoff' order by o) b,
+        array_agg(case when e ? 'dependsOn' then translate((e->'dependsOn')::text, '[]"', '{}') end order by o) dep
+      from jsonb_array_elements(items) with ordinality e(e, o)
+    ) i, "pgonce"._add_jobs($1, i.n, i.d, i.j, i.k, i.t, i.x, i.r, i.dl, i.p, i.at, i.b, i.dep, null) a
+  loop
+    if v_answer.error is not null and raise_rejection then
+      raise exception 'pgonce: batch item % rejected: %', v_answer.ordinal, v_answer.error
+        using errcode = 'PO001', detail = v_answer.error::text;
+    end if;
+    return next v_answer;
+  end loop;
+end
 $function$;
 
 CREATE OR REPLACE FUNCTION pgonce.invalidate_cache(p_floor bigint DEFAULT 0)

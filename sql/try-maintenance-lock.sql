@@ -1,2 +1,4 @@
--- Takes the session-level advisory lock that lets one housekeeping runner at a time work on schema $1 (false: another runs).
-select pg_try_advisory_lock(hashtextextended('pgonce.maintenance:' || $1::text, 0)) as locked
+-- Inside a housekeeping step's transaction: takes the transaction-level advisory lock of schema $1 that lets one
+-- housekeeping runner at a time work (false: another runner is inside a step). Held until that step commits, so it
+-- works through a transaction-mode pooler, and a runner that dies lets go with its transaction, at once.
+select pg_try_advisory_xact_lock(hashtextextended('pgonce.maintenance:' || $1::text, 0)) as locked

@@ -2,7 +2,7 @@
 
 import type pg from 'pg'
 import type { ConnectionOptions } from './db/connection.js'
-import { withClient } from './db/checkout.js'
+import { inTransaction } from './db/checkout.js'
 import { openPool } from './db/connection.js'
 import { checkSchema } from './db/identifiers.js'
 import { sqlFor } from './db/sql-files.js'
@@ -31,7 +31,7 @@ export interface MaintenanceResult {
   pruned: number
   /** processed_effects rows deleted by the ledger retention (none unless one is set). */
   prunedEffects: number
-  /** False when another runner held the lock, so this call did nothing. */
+  /** False when another runner held the lock at this call's first batch, so this call did nothing. */
   ran: boolean
 }
 
@@ -40,12 +40,12 @@ const OPTION_KEYS = ['connectionString', 'pool', 'schema', 'batchSize', 'logger'
 const MAX_ROUNDS = 50
 
 /**
- * Runs one round of housekeeping on `schema`, in bounded batches. Only one
- * runner works at a time (a session advisory lock, released at the end or
- * when its connection drops); a call that finds it taken returns at once with
- * `ran: false`. Every Worker calls it periodically (`maintenanceIntervalMs`);
- * call it yourself from a cron job if you run no workers. Correctness never
- * depends on it having run, except that expired leases wait for it.
+ * Runs one round of housekeeping on `schema`, in bounded batches. Every batch is its own short transaction, and takes
+ * a transaction-level advisory lock first: only one runner works at a time, through a transaction-mode pooler too,
+ * and a runner that dies lets go at once. A call whose first batch finds the lock taken returns with `ran: false`; one
+ * that finds it taken later stops there (another runner goes on). Every Worker calls it periodically
+ * (`maintenanceIntervalMs`); call it yourself from a cron job if you run no workers. Correctness never depends on it
+ * having run, except that expired leases and retention wait for it.
  */
 export async function runMaintenance(options: MaintenanceOptions): Promise<MaintenanceResult> {
   const opts = checkOptions<MaintenanceOptions>(options, 'options', OPTION_KEYS)
@@ -54,26 +54,21 @@ export async function runMaintenance(options: MaintenanceOptions): Promise<Maint
   const logger = checkLogger(opts.logger, 'options.logger').child({ component: 'pgonce.maintenance' })
   const { pool, owned } = openPool(opts, logger, 1)
   const result: MaintenanceResult = { rescued: 0, expiredKeys: 0, expiredClaims: 0, promoted: 0, pruned: 0, prunedEffects: 0, ran: false }
+  const round = new Round(pool, logger, schema)
   try {
-    await withClient(pool, logger, async (client, discard) => {
-      const [lock] = (await client.query<{ locked: boolean }>(sqlFor('try-maintenance-lock', schema), [schema])).rows
-      if (!lock?.locked) return
-      result.ran = true
-      try {
-        result.rescued = await drain(client, sqlFor('rescue-expired-leases', schema), [batchSize])
-        result.promoted = await drain(client, sqlFor('promote-dependents', schema), [batchSize])
-        result.expiredKeys = await drain(client, sqlFor('delete-expired-dedup-keys', schema), [batchSize])
-        result.expiredClaims = await drain(client, sqlFor('delete-expired-claims', schema), [batchSize])
-        result.pruned = await prune(client, schema, batchSize)
-        result.prunedEffects = await drain(client, sqlFor('prune-ledger', schema), [batchSize])
-      } catch (err) {
-        // A client whose unlock may not run must not go back to the pool holding the lock.
-        discard(err as Error)
-        throw err
-      } finally {
-        await client.query(sqlFor('release-maintenance-lock', schema), [schema]).catch(discard)
-      }
-    })
+    const steps: [keyof MaintenanceResult, () => Promise<number>][] = [
+      ['rescued', () => round.drain('rescue-expired-leases', [batchSize])],
+      ['promoted', () => round.drain('promote-dependents', [batchSize])],
+      ['expiredKeys', () => round.drain('delete-expired-dedup-keys', [batchSize])],
+      ['expiredClaims', () => round.drain('delete-expired-claims', [batchSize])],
+      ['pruned', () => prune(round, batchSize)],
+      ['prunedEffects', () => round.drain('prune-ledger', [batchSize])],
+    ]
+    for (const [field, step] of steps) {
+      ;(result[field] as number) = await step()
+      if (round.stopped) break
+    }
+    result.ran = round.ran
   } finally {
     if (owned) await pool.end()
   }
@@ -83,26 +78,49 @@ export async function runMaintenance(options: MaintenanceOptions): Promise<Maint
   return result
 }
 
-/** Retention: for every (queue, state) with finished jobs, those past their period; then each queue's cap. */
-async function prune(client: pg.PoolClient, schema: string, batchSize: number): Promise<number> {
-  const { rows: pairs } = await client.query<{ queue: string; state: string }>(sqlFor('finished-queues', schema))
-  let total = 0
-  for (const { queue, state } of pairs) {
-    total += await drain(client, sqlFor('prune-finished-jobs', schema), [queue, state, batchSize])
-    if (state === 'completed') total += await drain(client, sqlFor('prune-completed-over-cap', schema), [queue, batchSize])
+/** One round's batches, each in its own transaction under the schema's housekeeping lock. */
+class Round {
+  /** A batch ran under the lock. */
+  ran = false
+  /** A batch found the lock taken: another runner is at work, this round ends. */
+  stopped = false
+
+  constructor(readonly pool: pg.Pool, private readonly logger: Logger, readonly schema: string) {}
+
+  /** Repeats a batch statement returning `count` until a batch is not full (or MAX_ROUNDS); returns the total. */
+  async drain(file: string, values: unknown[]): Promise<number> {
+    const limit = values[values.length - 1] as number
+    let total = 0
+    for (let i = 0; i < MAX_ROUNDS && !this.stopped; i++) {
+      const count = await this.batch(file, values)
+      total += count
+      if (count < limit) break
+    }
+    return total
   }
-  return total
+
+  /** One batch: BEGIN, the lock (or stop), the statement, COMMIT. */
+  private batch(file: string, values: unknown[]): Promise<number> {
+    return inTransaction(this.pool, this.logger, async (client) => {
+      const { rows: [lock] } = await client.query<{ locked: boolean }>(sqlFor('try-maintenance-lock', this.schema), [this.schema])
+      if (lock?.locked !== true) {
+        this.stopped = true
+        return 0
+      }
+      this.ran = true
+      const { rows: [row] } = await client.query<{ count: number }>(sqlFor(file, this.schema), values)
+      return row?.count ?? 0
+    })
+  }
 }
 
-/** Repeats a batch statement returning `count` until a batch is not full (or MAX_ROUNDS); returns the total. */
-async function drain(client: pg.PoolClient, text: string, values: unknown[]): Promise<number> {
-  const limit = values[values.length - 1] as number
+/** Retention: for every (queue, state) with finished jobs, those past their period; then each queue's cap. */
+async function prune(round: Round, batchSize: number): Promise<number> {
+  const { rows: pairs } = await round.pool.query<{ queue: string; state: string }>(sqlFor('finished-queues', round.schema))
   let total = 0
-  for (let round = 0; round < MAX_ROUNDS; round++) {
-    const [row] = (await client.query<{ count: number }>(text, values)).rows
-    const count = row?.count ?? 0
-    total += count
-    if (count < limit) break
+  for (const { queue, state } of pairs) {
+    total += await round.drain('prune-finished-jobs', [queue, state, batchSize])
+    if (state === 'completed') total += await round.drain('prune-completed-over-cap', [queue, batchSize])
   }
   return total
 }

@@ -17,7 +17,6 @@
 // replayPath (PGONCE_PROPERTY_PATH and PGONCE_PROPERTY_REPLAY replay it alone), the shrunk steps, the trace of what
 // each pick resolved to, and a diff. PGONCE_PROPERTY_COVERAGE=1 prints how often each cell met each entry point; the
 // test fails if a cell of CELLS is never met (seeds 1, 2, 3, 5, 7, 8, 9 reach them all too).
-// PGONCE_PROPERTY_STRICT=1 turns off the workaround for the known bug (test/helpers/known-drift.ts), pinned below.
 //
 // Breakages tried (commit 941766e's rules, at c4357c8), each caught with the default seed (counterexample after the
 // arrow), in a throwaway worktree (git worktree add /tmp/pt-check HEAD, these test files copied in, node_modules
@@ -84,16 +83,18 @@ const CELLS = [
     'not held (absent)', 'not held (expired)',
     'held, owner pending', 'held, owner claimed', 'held, owner active', 'held, owner terminal',
   ].map((where) => `${where} / ${strategy}`)),
-  // The dependents check does not look at the owner's state: a pending owner (superseded otherwise) and a terminal one
-  // are required, claimed and active ones counted. A live dependent past waiting-children (promoted, or added after
-  // its parent completed: the edge that used to be left out) only a completed owner can have; the runs meet it a few
-  // times per seed at best, so the scenarios below meet it on every entry point.
-  'held, pending owner has a live dependent / replace', 'held, terminal owner has a live dependent / replace',
+  // The dependents check does not look at the owner's state: a pending owner (superseded otherwise) is required,
+  // claimed, active and terminal ones counted. A terminal owner with a live dependent can only be a completed one (a
+  // failed or cancelled parent fails its dependents, even one added after it ended), whose dependent was promoted or
+  // added after it completed; the runs meet that a few times per seed at best, so the scenarios below meet it on every
+  // entry point.
+  'held, pending owner has a live dependent / replace',
   'jobId live', 'jobId live, generation claimed', 'jobId free', 'dependency missing', 'dependsOn only', 'plain',
   'dependsOn a live parent', 'dependsOn a completed parent', 'dependsOn a failed or cancelled parent',
   'completion promotes a dependent', 'completion promotes a dependent of several parents',
   'completion leaves a dependent waiting for another parent',
   'failed parent fails a dependent', 'cancelled parent fails a dependent', 'removed parent fails a dependent',
+  'a job added after its parent failed fails at once', 'a job added after its parent cancelled fails at once',
   'a failure cascades to a dependent of a dependent',
 ]
 const ENTRY_POINTS = [
@@ -209,21 +210,22 @@ describe('scenarios', () => {
   }
 })
 
-// The known drifts of test/helpers/known-drift.ts, pinned: each runs the DESIGN.md expectation and fails today.
-// When one starts passing, the drift is fixed: drop the `.fails`, and its workaround in known-drift.ts.
-describe('known drifts (expected to fail until fixed)', () => {
-  // A replace whose dependsOn names the pending owner it supersedes: the model answers REPLACE_HAS_DEPENDENTS (the
-  // owner would lose a live dependent: the very job being added); pgonce raises 23503 (job_dependencies_parent).
+// A replace whose dependsOn names the pending owner it supersedes: the owner would lose a live dependent (the very
+// job being added), so it is REPLACE_HAS_DEPENDENTS with the owner and nothing changes, on every entry point (it was
+// a raw 23503 on job_dependencies_parent until the admission checked it).
+describe('a replace depending on the owner it supersedes', () => {
   for (const path of ['queue.add', 'add_job'] as const) {
-    it.fails(`replace-own-dependency: ${path} of a replace depending on the owner it supersedes raises 23503`, () =>
-      scenario(`drift-own-dep-${path.replace(/\W/g, '')}`, new AdmissionModel(), [
+    it(`${path}: rejected as REPLACE_HAS_DEPENDENTS, nothing changes`, () =>
+      scenario(`own-dep-${path.replace(/\W/g, '')}`, new AdmissionModel(), [
         script.add(path, { name: 'push', dedup: { id: 'k1', ttl: 60_000 } }),
-        script.add(path, { name: 'push', dedup: { id: 'k1', ttl: 60_000, replace: true }, deps: [0] }, true),
+        script.add(path, { name: 'push', dedup: { id: 'k1', ttl: 60_000, replace: true }, deps: [0] }),
       ]))
   }
-  it.fails('replace-own-dependency: add_jobs() of the same item raises 23503', () =>
-    scenario('drift-own-dep-add-jobs', new AdmissionModel(), [
-      script.add('add_job', { name: 'push', dedup: { id: 'k1', ttl: 60_000 } }),
-      script.bulk('add_jobs', [{ name: 'push' }, { name: 'push', dedup: { id: 'k1', ttl: 60_000, replace: true }, deps: [0] }], true),
-    ]))
+  for (const path of ['queue.addBulk', 'add_jobs'] as const) {
+    it(`${path}: the item is rejected, the batch with it`, () =>
+      scenario(`own-dep-bulk-${path.replace(/\W/g, '')}`, new AdmissionModel(), [
+        script.add('add_job', { name: 'push', dedup: { id: 'k1', ttl: 60_000 } }),
+        script.bulk(path, [{ name: 'push' }, { name: 'push', dedup: { id: 'k1', ttl: 60_000, replace: true }, deps: [0] }]),
+      ]))
+  }
 })

@@ -27,7 +27,7 @@ async function leaseExpired(id: string, attempts: number, agoMs = 1_000): Promis
 }
 
 describe('runMaintenance', () => {
-  it('rescues expired leases: back to waiting with the attempt counted, or failed (key released) when none is left', async () => {
+  it('rescues expired leases: back to waiting with the run counted; out of attempts, one more run, then failed (key released)', async () => {
     const retry = await queue.add('r', {}, { attempts: 3 })
     const last = await queue.add('l', {}, { attempts: 2, deduplication: { id: 'maint-key' } })
     const alive = await queue.add('a', {}, { attempts: 3 })
@@ -38,26 +38,22 @@ describe('runMaintenance', () => {
     const result = await runMaintenance({ connectionString: db.url, schema: db.schema })
     expect(result).toMatchObject({ rescued: 2, ran: true })
 
-    expect(await storedJob(db, retry.id)).toMatchObject({ state: 'waiting', attempts: 1, lock_token: null, locked_by: null })
+    expect(await storedJob(db, retry.id)).toMatchObject({ state: 'waiting', attempts: 1, stalls: 1, lock_token: null, locked_by: null })
     expect((await storedJob(db, retry.id)).last_error).toMatch(/lease expired: worker dead-worker/)
+    // its attempts are used up, but a crashed worker is not the job's failure: it runs once more
+    expect(await storedJob(db, last.id)).toMatchObject({ state: 'waiting', attempts: 2, stalls: 1, lock_token: null })
+    expect(await queue.getDeduplicationJobId('maint-key')).toBe(last.id)
+    expect((await storedJob(db, alive.id)).state).toBe('active')
+
+    // the run after that dies too: failed, so that a job that kills its worker cannot loop
+    await leaseExpired(last.id, 2)
+    expect(await runMaintenance({ connectionString: db.url, schema: db.schema })).toMatchObject({ rescued: 1 })
     const failed = await storedJob(db, last.id)
-    expect(failed).toMatchObject({ state: 'failed', attempts: 2, lock_token: null })
+    expect(failed).toMatchObject({ state: 'failed', attempts: 2, stalls: 2, lock_token: null })
     expect(failed.finished_at).not.toBeNull()
     expect(await queue.getDeduplicationJobId('maint-key')).toBeNull()
     const { rowCount } = await db.pool.query(`select 1 from "${db.schema}".dedup_keys where key = 'maint-key'`)
     expect(rowCount).toBe(0)
-    expect((await storedJob(db, alive.id)).state).toBe('active')
-  })
-
-  it('works in bounded batches until done', async () => {
-    const jobs = await queue.addBulk(Array.from({ length: 25 }, (_, i) => ({ name: 'b', data: { i }, opts: { attempts: 2 } })))
-    await db.pool.query(
-      `update "${db.schema}".jobs set state = 'active', attempts = 1, lock_token = gen_random_uuid(), locked_until = now() - interval '1 second'
-       where id = any($1)`, [jobs.map((j) => j.id)])
-    const result = await runMaintenance({ pool: db.pool, schema: db.schema, batchSize: 10 })
-    expect(result.rescued).toBe(25)
-    const { rows } = await db.pool.query<{ n: number }>(`select count(*)::int as n from "${db.schema}".jobs where id = any($1) and state = 'waiting'`, [jobs.map((j) => j.id)])
-    expect(rows[0]!.n).toBe(25)
   })
 
   it('deletes expired TTL dedup keys and expired execution claims, keeping live ones', async () => {
@@ -78,21 +74,21 @@ describe('runMaintenance', () => {
     expect(job.id).not.toBe(old.id)
   })
 
-  it('runs one at a time: a second runner returns at once while the lock is held', async () => {
+  it('runs one at a time: a second runner returns at once while another is inside a batch; a runner that dies lets go at once', async () => {
     const holder = new pg.Client({ connectionString: db.url })
+    holder.on('error', () => {})
     await holder.connect()
-    try {
-      await holder.query(sqlFor('try-maintenance-lock', db.schema), [db.schema])
-      const job = await queue.add('x', {}, { attempts: 2 })
-      await leaseExpired(job.id, 1)
-      const blocked = await runMaintenance({ pool: db.pool, schema: db.schema })
-      expect(blocked).toEqual({ rescued: 0, expiredKeys: 0, expiredClaims: 0, promoted: 0, pruned: 0, prunedEffects: 0, ran: false })
-      expect((await storedJob(db, job.id)).state).toBe('active')
-      await holder.query(sqlFor('release-maintenance-lock', db.schema), [db.schema])
-      expect(await runMaintenance({ pool: db.pool, schema: db.schema })).toMatchObject({ rescued: 1, ran: true })
-    } finally {
-      await holder.end()
-    }
+    await holder.query('begin')
+    await holder.query(sqlFor('try-maintenance-lock', db.schema), [db.schema])
+    const job = await queue.add('x', {}, { attempts: 2 })
+    await leaseExpired(job.id, 1)
+    const blocked = await runMaintenance({ pool: db.pool, schema: db.schema })
+    expect(blocked).toEqual({ rescued: 0, expiredKeys: 0, expiredClaims: 0, promoted: 0, pruned: 0, prunedEffects: 0, ran: false })
+    expect((await storedJob(db, job.id)).state).toBe('active')
+    // the other runner's backend dies inside its batch (killed worker, lost connection): its lock goes with it
+    await db.pool.query('select pg_terminate_backend($1)', [(holder as unknown as { processID: number }).processID])
+    await holder.end().catch(() => {})
+    expect(await runMaintenance({ pool: db.pool, schema: db.schema })).toMatchObject({ rescued: 1, ran: true })
   })
 
   it('two parents completing in concurrent transactions: the second waits for the first on the dependent, then promotes it', async () => {

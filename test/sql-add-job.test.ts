@@ -203,6 +203,46 @@ describe('add_job() from SQL', () => {
     expect(rows[0]).toEqual({ jobs: 1, key_owner: owner.id })
   })
 
+  it('add_jobs() raises a rejected item as PO001 by default (nothing added), and returns it with raise_rejection => false', async () => {
+    const q = 'raise-bulk'
+    await db.pool.query(`select "${db.schema}".add_job(queue => $1, name => 'push', dedup_id => 'bk', dedup_ttl_ms => 60000)`, [q])
+    await db.pool.query(`update "${db.schema}".jobs set state = 'active' where queue = $1`, [q])
+    const items = JSON.stringify([{ name: 'first' }, { name: 'push', dedupId: 'bk', dedupTtlMs: 60000, extend: true }])
+    const err = await db.pool.query(`select * from "${db.schema}".add_jobs($1, $2::jsonb)`, [q, items]).catch((e: unknown) => e)
+    expect(err).toMatchObject({ code: 'PO001', detail: 'EXTEND_NOT_PENDING' })
+    const quiet = await db.pool.query(
+      `select (a).ordinal, (a).outcome, (a).error from "${db.schema}".add_jobs($1, $2::jsonb, raise_rejection => false) a`, [q, items])
+    expect(quiet.rows).toEqual([{ ordinal: 2, outcome: null, error: 'EXTEND_NOT_PENDING' }])
+    const { rows } = await db.pool.query(`select name from "${db.schema}".jobs where queue = $1`, [q])
+    expect(rows).toEqual([{ name: 'push' }])
+  })
+
+  it('add_jobs() refuses an item key it does not know (a "jobid" typo) with 22023 naming it, before adding anything', async () => {
+    const err = await db.pool.query(`select * from "${db.schema}".add_jobs('typo', $1::jsonb)`,
+      [JSON.stringify([{ name: 'ok' }, { name: 'push', jobid: 'j-typo' }])]).catch((e: unknown) => e)
+    expect(err).toMatchObject({ code: '22023' })
+    expect((err as Error).message).toContain('jobid')
+    const { rows } = await db.pool.query(`select count(*)::int as n from "${db.schema}".jobs where queue = 'typo'`)
+    expect(rows[0].n).toBe(0)
+  })
+
+  it('the table refuses from SQL what queue.add refuses: a queue name off the pattern, an empty or 256-byte name, jobId or key', async () => {
+    const tries: Array<[string, string]> = [
+      ['bad queue!', 'push'], ['', 'push'], ['q', ''], ['q', 'é'.repeat(128)],
+    ]
+    for (const [queue, name] of tries) {
+      const err = await db.pool.query(`select "${db.schema}".add_job(queue => $1, name => $2)`, [queue, name]).catch((e: unknown) => e)
+      expect(err, `${queue}/${name}`).toMatchObject({ code: '23514' })
+    }
+    for (const column of ['job_id', 'dedup_id']) {
+      const err = await db.pool.query(`select "${db.schema}".add_job(queue => 'q', name => 'push', ${column} => $1)`, ['k'.repeat(256)])
+        .catch((e: unknown) => e)
+      expect(err, column).toMatchObject({ code: '23514' })
+    }
+    const { rows } = await db.pool.query(`select count(*)::int as n from "${db.schema}".jobs where queue = 'q'`)
+    expect(rows[0].n).toBe(0)
+  })
+
   it('works with only queue and name, as a trigger or psql would call it', async () => {
     const { rows } = await db.pool.query(
       `select (a).outcome, ((a).job).data, ((a).job).state, ((a).job).max_attempts from "${db.schema}".add_job(queue => 'minimal', name => 'push') a`)

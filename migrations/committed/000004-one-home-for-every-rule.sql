@@ -1,5 +1,5 @@
 --! Previous: sha1:c7f694e780d9ccf6a0b19d6f1fd5395a34b43fd1
---! Hash: sha1:b2bb35ef7539286cf722acd290df93a7c5f936bc
+--! Hash: sha1:34957861a65177a1bc1587057728195877b9c160
 --! Message: one home for every rule
 
 -- One home for every rule (docs/architecture.md). Every admission rule is a function written once and used by every
@@ -94,6 +94,13 @@ alter table :PGONCE_SCHEMA.jobs
   add column trace_context text;
 comment on table :PGONCE_SCHEMA.jobs is
   'One row per job generation. state: waiting|delayed|waiting-children|claimed|active|completed|failed|cancelled (claimed: leased by a worker, handler not started). attempts counts handler starts.';
+-- What a caller of the SQL API could otherwise store and no worker could take: the same limits the TypeScript API
+-- checks before any I/O (docs/validation.md). NOT VALID: rows stored before these checks are left as they are.
+alter table :PGONCE_SCHEMA.jobs
+  add constraint jobs_queue_name check (queue ~ '^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$') not valid,
+  add constraint jobs_name_bytes check (octet_length(name) between 1 and 255) not valid,
+  add constraint jobs_job_id_bytes check (job_id is null or octet_length(job_id) between 1 and 255) not valid,
+  add constraint jobs_dedup_key_bytes check (dedup_key is null or octet_length(dedup_key) between 1 and 255) not valid;
 comment on column :PGONCE_SCHEMA.jobs.has_dependents is 'A job added with dependsOn names this one: its end promotes or fails them (jobs_finished).';
 comment on column :PGONCE_SCHEMA.jobs.cancel_requested_at is 'queue.cancelJob() on a running job: its handler is aborted and it ends cancelled.';
 comment on column :PGONCE_SCHEMA.jobs.trace_context is 'W3C traceparent of the add, continued by the worker''s span.';
@@ -353,10 +360,12 @@ begin
         job := v_owner;
         return;
       end if;
-      if v_held and exists (
+      -- A live dependent keeps its parent from being superseded; so does the new job itself, if it would depend on
+      -- the pending owner its replace deletes.
+      if v_held and ((v_owner.id = any(p_depends_on) and :PGONCE_SCHEMA._is_pending(v_owner.state)) or exists (
         select 1 from :PGONCE_SCHEMA.job_dependencies d join :PGONCE_SCHEMA.jobs c on c.id = d.job_id
         where d.depends_on = v_owner.id and :PGONCE_SCHEMA._is_live(c.state)
-      ) then
+      )) then
         error := 'REPLACE_HAS_DEPENDENTS';
         job := v_owner;
         return;
@@ -396,6 +405,20 @@ begin
       insert into :PGONCE_SCHEMA.job_dependencies (job_id, depends_on)
       select job.id, d from unnest(p_depends_on) d on conflict do nothing;
       update :PGONCE_SCHEMA.jobs set has_dependents = true where id = any(p_depends_on) and not has_dependents;
+      -- A parent that already failed or was cancelled can never complete: the new job fails at once, as its waiting
+      -- siblings did when that parent ended, naming the first such parent of its dependsOn (the jobs_finished trigger
+      -- then releases its no-TTL key).
+      if exists (select 1 from :PGONCE_SCHEMA.jobs
+                 where id = any(p_depends_on) and :PGONCE_SCHEMA._is_terminal(state) and state <> 'completed') then
+        update :PGONCE_SCHEMA.jobs j set state = 'failed', finished_at = now(),
+          last_error = format('dependency %s ended %s', p.id, p.state)
+        from (select p.id, p.state from unnest(p_depends_on) with ordinality d(id, n)
+              join :PGONCE_SCHEMA.jobs p on p.id = d.id
+              where :PGONCE_SCHEMA._is_terminal(p.state) and p.state <> 'completed'
+              order by d.n limit 1) p
+        where j.id = job.id
+        returning j.* into job;
+      end if;
     end if;
     outcome := case when v_held then 'replaced' else 'added' end;
     return;
@@ -565,19 +588,43 @@ end
 $$;
 
 -- addBulk from SQL: items is a jsonb array of objects with keys name, data, jobId, dedupId, dedupTtlMs, extend,
--- replace, delayMs, priority, attempts, backoff, dependsOn (an array of job ids). All or nothing, as _add_jobs.
-create function :PGONCE_SCHEMA.add_jobs(queue text, items jsonb)
+-- replace, delayMs, priority, attempts, backoff, dependsOn (an array of job ids). An item that is not an object, or
+-- has any other key (a typo must never drop a guarantee silently), is refused with SQLSTATE 22023 and nothing is
+-- added. All or nothing, as _add_jobs: a rejected item raises PO001 (detail: its error), unless raise_rejection is
+-- false, in which case it comes back as the only row.
+create function :PGONCE_SCHEMA.add_jobs(queue text, items jsonb, raise_rejection boolean default true)
 returns setof :PGONCE_SCHEMA.admission
-language sql volatile as $$
-  select a.* from (
-    select array_agg(e->>'name' order by o) n, array_agg(e->'data' order by o) d, array_agg(e->>'jobId' order by o) j,
-      array_agg(e->>'dedupId' order by o) k, array_agg((e->>'dedupTtlMs')::bigint order by o) t,
-      array_agg((e->>'extend')::boolean order by o) x, array_agg((e->>'replace')::boolean order by o) r,
-      array_agg((e->>'delayMs')::bigint order by o) dl, array_agg((e->>'priority')::integer order by o) p,
-      array_agg((e->>'attempts')::integer order by o) at, array_agg(e->'backoff' order by o) b,
-      array_agg(case when e ? 'dependsOn' then translate((e->'dependsOn')::text, '[]"', '{}') end order by o) dep
-    from jsonb_array_elements(items) with ordinality e(e, o)
-  ) i, :PGONCE_SCHEMA._add_jobs(queue, i.n, i.d, i.j, i.k, i.t, i.x, i.r, i.dl, i.p, i.at, i.b, i.dep, null) a
+language plpgsql volatile as $$
+declare
+  v_bad jsonb;
+  v_answer :PGONCE_SCHEMA.admission;
+begin
+  select e into v_bad from jsonb_array_elements(items) e
+  where jsonb_typeof(e) <> 'object'
+     or e - '{name,data,jobId,dedupId,dedupTtlMs,extend,replace,delayMs,priority,attempts,backoff,dependsOn}'::text[] <> '{}'::jsonb
+  limit 1;
+  if found then
+    raise exception 'pgonce: add_jobs() items are objects with the keys name, data, jobId, dedupId, dedupTtlMs, extend, replace, delayMs, priority, attempts, backoff, dependsOn (item: %)',
+      left(v_bad::text, 200) using errcode = '22023';
+  end if;
+  for v_answer in
+    select a.* from (
+      select array_agg(e->>'name' order by o) n, array_agg(e->'data' order by o) d, array_agg(e->>'jobId' order by o) j,
+        array_agg(e->>'dedupId' order by o) k, array_agg((e->>'dedupTtlMs')::bigint order by o) t,
+        array_agg((e->>'extend')::boolean order by o) x, array_agg((e->>'replace')::boolean order by o) r,
+        array_agg((e->>'delayMs')::bigint order by o) dl, array_agg((e->>'priority')::integer order by o) p,
+        array_agg((e->>'attempts')::integer order by o) at, array_agg(e->'backoff' order by o) b,
+        array_agg(case when e ? 'dependsOn' then translate((e->'dependsOn')::text, '[]"', '{}') end order by o) dep
+      from jsonb_array_elements(items) with ordinality e(e, o)
+    ) i, :PGONCE_SCHEMA._add_jobs($1, i.n, i.d, i.j, i.k, i.t, i.x, i.r, i.dl, i.p, i.at, i.b, i.dep, null) a
+  loop
+    if v_answer.error is not null and raise_rejection then
+      raise exception 'pgonce: batch item % rejected: %', v_answer.ordinal, v_answer.error
+        using errcode = 'PO001', detail = v_answer.error::text;
+    end if;
+    return next v_answer;
+  end loop;
+end
 $$;
 
 -- ---------------------------------------------------------------------------------------------------------------

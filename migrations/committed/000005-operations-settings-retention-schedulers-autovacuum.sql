@@ -1,5 +1,5 @@
---! Previous: sha1:b2bb35ef7539286cf722acd290df93a7c5f936bc
---! Hash: sha1:23e091ffa978523c7aec60e114c96e4f7884adf3
+--! Previous: sha1:34957861a65177a1bc1587057728195877b9c160
+--! Hash: sha1:f3a6f5ac3f1cee3fe2804f6cfcaef02f651b493c
 --! Message: operations: settings, retention, schedulers, autovacuum
 
 -- Running pgonce for months (docs/operations.md): per-queue settings in Postgres (pause, retention), the retention
@@ -46,6 +46,11 @@ language sql stable parallel safe as $$
        select 1 from :PGONCE_SCHEMA.jobs o
        where o.job_id = j.job_id and o.id < j.id and :PGONCE_SCHEMA._is_terminal(o.state)))
 $$;
+
+-- A crashed worker's job runs again even when its attempts are used up, once: stalls counts the lease expiries of its
+-- runs (see sql/rescue-expired-leases.sql).
+alter table :PGONCE_SCHEMA.jobs add column stalls integer not null default 0;
+comment on column :PGONCE_SCHEMA.jobs.stalls is 'How many runs of this job ended with an expired lease (a crashed or blocked worker).';
 
 -- Terminal jobs of a queue and state by the time they finished: what retention walks, oldest first, each state up to
 -- its own cutoff.

@@ -1,5 +1,5 @@
---! Previous: sha1:23e091ffa978523c7aec60e114c96e4f7884adf3
---! Hash: sha1:584a2d0212c781645c87021b96a560e0ef3940bc
+--! Previous: sha1:f3a6f5ac3f1cee3fe2804f6cfcaef02f651b493c
+--! Hash: sha1:136f15be084d5207fe386ac6af6de38ec2a09536
 --! Message: redis cache epochs and invalidation
 
 -- The optional Redis layer's invalidation (docs/redis.md; the whole argument is in src/cache/cache.ts): Postgres says

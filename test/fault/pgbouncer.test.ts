@@ -8,7 +8,7 @@
 
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { Effects, Queue, Worker } from '../../src/index.js'
+import { Effects, Queue, Worker, runMaintenance } from '../../src/index.js'
 import { type TestSchema, freshSchema } from '../support/schema.js'
 import { type Bouncer, PGBOUNCER_INSTALL_HINT, pgbouncerBinary, startPgbouncer, waitFor } from './support.js'
 
@@ -129,6 +129,26 @@ describe.skipIf(binary === null)(`through PgBouncer in transaction mode${binary 
     await new Promise((r) => setTimeout(r, 300))
     const job = await q.add('p', {})
     await waitFor(() => seen.has(job.id), 5_000, 'the poll to find the job')
+  })
+
+  it('housekeeping through the bouncer: rounds from several runners take turns, none is locked out by a lock left on a server connection', async () => {
+    const q = queueOf('bouncer-maint')
+    const jobs = await q.addBulk(Array.from({ length: 6 }, () => ({ name: 'm', data: {}, opts: { attempts: 3 } })))
+    const expire = () => db.pool.query(
+      `update "${db.schema}".jobs set state = 'active', attempts = 1, lock_token = gen_random_uuid(), locked_by = 'dead',
+         locked_until = now() - interval '1 second' where queue = 'bouncer-maint'`)
+    // Rounds one after another, each through the bouncer (3 server connections): every one runs (a session lock
+    // left on a server connection made later ones return ran: false) and rescues what expired since the last.
+    for (let round = 0; round < 6; round++) {
+      await expire()
+      const r = await runMaintenance({ connectionString: bouncer.url, schema: db.schema })
+      expect(r, `round ${round}`).toMatchObject({ ran: true, rescued: jobs.length })
+    }
+    // Concurrent rounds: exactly one works at a time, and together they rescue every job once.
+    await expire()
+    const rounds = await Promise.all(Array.from({ length: 4 }, () => runMaintenance({ connectionString: bouncer.url, schema: db.schema })))
+    expect(rounds.reduce((n, r) => n + r.rescued, 0)).toBe(jobs.length)
+    expect(rounds.filter((r) => r.ran).length).toBeGreaterThanOrEqual(1)
   })
 
   it('without preparedStatements: false, concurrent adds through PgBouncer 1.18 fail (why the option exists)', async () => {

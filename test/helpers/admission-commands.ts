@@ -10,7 +10,6 @@ import {
   FAILURE_MESSAGE, isLive, isQueued,
 } from './admission-model.js'
 import type { RealAnswer, RealBatch, World } from './admission-world.js'
-import { avoidKnownBugs } from './known-drift.js'
 import {
   claimJob, completeJob, deleteJobRow, expireKey, failJob, finishJobByHand, removeKey, removeOwnKey, startJob,
 } from './owner-transitions.js'
@@ -129,17 +128,6 @@ function tallyAdd(m: AdmissionModel, req: ModelAdd, at: string): void {
   for (const cell of m.detailCells(req)) tally(cell, at)
 }
 
-/** The adds to send: as drawn, or (outside strict mode) without what meets a known bug (test/helpers/known-drift.ts). */
-function toSend(m: AdmissionModel, w: World, reqs: ModelAdd[], path: string, asGiven: boolean): ModelAdd[] {
-  if (asGiven) return reqs
-  const { items, avoided } = avoidKnownBugs(m, reqs)
-  for (const bug of avoided) {
-    w.log(`  (known bug ${bug} avoided in the next add: see test/helpers/known-drift.ts)`)
-    tally(`known bug avoided: ${bug}`, path)
-  }
-  return items
-}
-
 /** Resolves picks against the model: the data of the add, and dependsOn as model ids (deleted jobs included). */
 function resolve(spec: AddSpec, m: AdmissionModel, w: World): ModelAdd {
   const { deps, ...rest } = spec
@@ -183,9 +171,8 @@ abstract class Step implements fc.AsyncCommand<AdmissionModel, World> {
 type AddPath = 'queue.add' | 'add_job' | 'add_job(raise_rejection => false)'
 type BulkPath = 'queue.addBulk' | 'add_jobs'
 
-async function runAdd(path: AddPath, drawn: ModelAdd, m: AdmissionModel, w: World, tx?: pg.PoolClient, asGiven = false): Promise<void> {
+async function runAdd(path: AddPath, req: ModelAdd, m: AdmissionModel, w: World, tx?: pg.PoolClient): Promise<void> {
   const at = tx === undefined ? path : `${path} in tx`
-  const [req] = toSend(m, w, [drawn], at, asGiven) as [ModelAdd]
   tallyAdd(m, req, at)
   const expected = m.add(req)
   const label = `${path}${tx === undefined ? '' : ' in tx'} ${describeSpec(req)} => model: ${describeAnswer(expected)}`
@@ -195,9 +182,8 @@ async function runAdd(path: AddPath, drawn: ModelAdd, m: AdmissionModel, w: Worl
   w.expectAnswer(label, expected, actual)
 }
 
-async function runBulk(path: BulkPath, drawn: ModelAdd[], m: AdmissionModel, w: World, tx?: pg.PoolClient, asGiven = false): Promise<void> {
+async function runBulk(path: BulkPath, reqs: ModelAdd[], m: AdmissionModel, w: World, tx?: pg.PoolClient): Promise<void> {
   const at = tx === undefined ? path : `${path} in tx`
-  const reqs = toSend(m, w, drawn, at, asGiven)
   // Each item is counted in the state the model is in before the batch (a repeat inside it may meet another cell).
   for (const r of reqs) tallyAdd(m, r, at)
   // queue.addBulk sends a batch of plain items to add_plain_jobs() instead of add_jobs().
@@ -206,14 +192,13 @@ async function runBulk(path: BulkPath, drawn: ModelAdd[], m: AdmissionModel, w: 
   const label = `${path}${tx === undefined ? '' : ' in tx'} [${reqs.map(describeSpec).join('; ')}] => model: ${describeAnswer(expected)}`
   w.log(label)
   const actual: RealBatch = path === 'queue.addBulk' ? await w.addBulk(reqs, tx) : await w.sqlAddBulk(reqs, tx)
-  w.expectBatch(label, expected, actual)
+  w.expectBatch(label, expected, actual, m.created())
 }
 
 class AddStep extends Step {
-  /** asGiven: send the add as drawn even when it meets a known bug (known-drift.ts). */
-  constructor(readonly path: AddPath, readonly spec: AddSpec, readonly asGiven = false) { super() }
+  constructor(readonly path: AddPath, readonly spec: AddSpec) { super() }
   protected apply(m: AdmissionModel, w: World): Promise<void> {
-    return runAdd(this.path, resolve(this.spec, m, w), m, w, undefined, this.asGiven)
+    return runAdd(this.path, resolve(this.spec, m, w), m, w)
   }
   toString(): string {
     return `${this.path}(${describeSpec(this.spec)})`
@@ -221,10 +206,9 @@ class AddStep extends Step {
 }
 
 class BulkStep extends Step {
-  /** asGiven: send the batch as drawn even when an item meets a known bug (known-drift.ts). */
-  constructor(readonly path: BulkPath, readonly specs: AddSpec[], readonly asGiven = false) { super() }
+  constructor(readonly path: BulkPath, readonly specs: AddSpec[]) { super() }
   protected apply(m: AdmissionModel, w: World): Promise<void> {
-    return runBulk(this.path, this.specs.map((s) => resolve(s, m, w)), m, w, undefined, this.asGiven)
+    return runBulk(this.path, this.specs.map((s) => resolve(s, m, w)), m, w)
   }
   toString(): string {
     return `${this.path}([${this.specs.map(describeSpec).join('; ')}])`
@@ -377,8 +361,8 @@ class KeyStep extends Step {
  * pick 0 takes the first candidate (a parent of a waiting dependent first), and finishByHand 0 completes, 1 fails.
  */
 export const script = {
-  add: (path: AddPath, spec: AddSpec, asGiven = false): Step => new AddStep(path, spec, asGiven),
-  bulk: (path: BulkPath, specs: AddSpec[], asGiven = false): Step => new BulkStep(path, specs, asGiven),
+  add: (path: AddPath, spec: AddSpec): Step => new AddStep(path, spec),
+  bulk: (path: BulkPath, specs: AddSpec[]): Step => new BulkStep(path, specs),
   job: (action: JobStep['action'], pick: number): Step => new JobStep(action, pick),
   key: (action: KeyStep['action'], key: string): Step => new KeyStep(action, key),
 }

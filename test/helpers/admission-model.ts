@@ -21,13 +21,12 @@
 //  - a dependsOn naming a job that does not exist is rejected before the jobId rule is looked at;
 //  - every dependency edge is recorded, blocking or not: a live job whose dependsOn named the owner is a "live
 //    dependent" for REPLACE_HAS_DEPENDENTS whatever state the owner was in when it was added;
-//  - a job added with dependsOn a parent that had already failed or been cancelled waits in waiting-children (the
-//    failure cascade ran before it existed; only the parent's deletion fails it, 'was removed');
+//  - a job added with dependsOn a parent that had already failed or been cancelled fails at once ('dependency <id>
+//    ended failed', the first such parent of its dependsOn named), as its waiting siblings did when that parent ended;
 //  - extend on a held key without TTL gives the key a TTL (expires_at = now() + ttl);
 //  - a deleted parent neither blocks a promotion nor satisfies a dependency check (its edges are gone).
-// One reading is the model's own, DESIGN.md's last §2.2 row: a replace whose dependsOn names the pending owner it would
-// supersede is rejected with REPLACE_HAS_DEPENDENTS (the new job would be that owner's live dependent); pgonce raises
-// 23503 there instead (test/helpers/known-drift.ts).
+// DESIGN.md's last §2.2 row covers one more case: a replace whose dependsOn names the pending owner it would supersede
+// is rejected with REPLACE_HAS_DEPENDENTS (the new job would be that owner's live dependent).
 
 export type JobState =
   | 'waiting' | 'delayed' | 'waiting-children' | 'claimed' | 'active' | 'completed' | 'failed' | 'cancelled'
@@ -231,8 +230,8 @@ export class AdmissionModel {
   }
 
   /**
-   * A replace that would supersede (delete) the pending owner its own dependsOn names. pgonce raises 23503 there
-   * (test/helpers/known-drift.ts); the model rejects it as DESIGN.md's "owner has a live dependent".
+   * A replace that would supersede (delete) the pending owner its own dependsOn names: rejected as DESIGN.md's
+   * "owner has a live dependent".
    */
   supersedesOwnDependency(req: ModelAdd): boolean {
     if (req.dedup?.replace !== true || req.dependsOn === undefined) return false
@@ -253,7 +252,7 @@ export class AdmissionModel {
       if (live !== undefined) return this.answer(live, 'duplicate-job-id')
     }
     const dedup = req.dedup
-    if (dedup === undefined) return this.answer(this.insert(req), 'added')
+    if (dedup === undefined) return this.answer(this.failIfParentEnded(this.insert(req)), 'added')
 
     const heldBy = this.heldOwner(dedup.id)
     const owner = heldBy === null ? undefined : this.s.jobs.get(heldBy)
@@ -272,7 +271,18 @@ export class AdmissionModel {
     this.s.keys.set(dedup.id, { owner: job.id, ttl: dedup.ttl !== undefined, expired: false })
     // A pending owner (claimed included) is superseded: its row goes, with its edges; an active or terminal one stays.
     if (owner !== undefined && isPending(owner.state)) this.remove(owner.id)
-    return this.answer(job, owner === undefined ? 'added' : 'replaced')
+    return this.answer(this.failIfParentEnded(job), owner === undefined ? 'added' : 'replaced')
+  }
+
+  /** A new job one of whose parents already failed or was cancelled can never run: it fails as it is added. */
+  private failIfParentEnded(job: ModelJob): ModelJob {
+    const ended = job.parents.map((p) => this.mustGet(p)).find((p) => p.state === 'failed' || p.state === 'cancelled')
+    if (ended !== undefined) {
+      this.events.push(`a job added after its parent ${ended.state} fails at once`)
+      job.lastError = `dependency #${ended.id} ended ${ended.state}`
+      this.end(job.id, 'failed')
+    }
+    return job
   }
 
   /** addBulk / add_jobs(): items one after another; the first rejection undoes the whole batch. */

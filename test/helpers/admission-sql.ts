@@ -99,10 +99,13 @@ export async function sqlAddJob(db: SqlRunner, schema: string, a: SqlAddArgs): P
   }
 }
 
-/** select … from <schema>.add_jobs(queue, items): one row per item by ordinal, or a single row carrying the rejection. */
+/**
+ * select … from <schema>.add_jobs(queue, items, raise_rejection => false): one row per item by ordinal, or a single row
+ * carrying the rejection (by default add_jobs raises it as PO001: test/sql-add-job.test.ts).
+ */
 export async function sqlAddJobs(db: SqlRunner, schema: string, queue: string, items: readonly SqlBulkItem[]): Promise<SqlAdmission[]> {
   const { rows } = await db.query<AdmissionRow>(
-    `select (a).ordinal, (a).outcome, (a).error, ${JOB_COLUMNS} from "${schema}".add_jobs($1, $2::jsonb) a order by (a).ordinal`,
+    `select (a).ordinal, (a).outcome, (a).error, ${JOB_COLUMNS} from "${schema}".add_jobs($1, $2::jsonb, raise_rejection => false) a order by (a).ordinal`,
     [queue, JSON.stringify(items)])
   return rows.map(toAdmission)
 }

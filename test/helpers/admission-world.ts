@@ -167,18 +167,27 @@ export class World {
     expect(a, this.message(label)).toEqual(e)
   }
 
-  /** The same for a batch: every item's answer, or the one rejection (with the item it names, where the path says). */
-  expectBatch(label: string, expected: BatchAnswer, actual: RealBatch): void {
+  /**
+   * The same for a batch: every item's answer, or the one rejection (with the item it names, where the path says). A
+   * rejection's owner may be an earlier item of the same batch (a job that never was, not among `kept`, the model's
+   * jobs after the batch): then the real owner must be a job.id this world never saw either.
+   */
+  expectBatch(label: string, expected: BatchAnswer, actual: RealBatch, kept: readonly number[]): void {
     if (expected.kind === 'batch' && actual.kind === 'batch' && expected.answers.length === actual.answers.length) {
       expected.answers.forEach((e, i) => this.bind((actual.answers[i] as RealJob).id, e.job))
     }
+    const inBatch = 'an item of the rejected batch'
+    const ownerInBatch = expected.kind === 'rejected' && expected.owner !== null && !kept.includes(expected.owner)
     const a = actual.kind === 'batch'
       ? { kind: 'batch', answers: actual.answers.map((j) => this.actualJob(j)) }
       : { ...this.actualRejection(actual), index: actual.index }
+    if (ownerInBatch && actual.kind === 'rejected' && actual.owner !== null && actual.owner !== 'unknown'
+      && !this.known(actual.owner)) (a as Record<string, unknown>).owner = inBatch
     const sqlPath = actual.kind === 'batch' && actual.answers.some((j) => j.deduplicated === null)
     const e = expected.kind === 'batch'
       ? { kind: 'batch', answers: expected.answers.map((j) => expectedJob(j, sqlPath)) }
       : { ...expectedRejection(expected, actual), index: actual.kind === 'rejected' && actual.index === 'unknown' ? 'unknown' : expected.index }
+    if (ownerInBatch && (e as Record<string, unknown>).owner !== 'unknown') (e as Record<string, unknown>).owner = inBatch
     expect(a, this.message(label)).toEqual(e)
   }
 
@@ -277,6 +286,10 @@ export class World {
   }
 
   /** A real job.id in model terms: its model id, or a marker naming a job the model does not know. */
+  private known(realId: string): boolean {
+    return this.ids.toModel.has(realId)
+  }
+
   private ref(realId: string | null): number | string | null {
     if (realId === null) return null
     return this.ids.toModel.get(realId) ?? `unknown job.id ${realId}`
