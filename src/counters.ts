@@ -1,10 +1,14 @@
-// Named monotonic counters (outcomes, fallbacks), readable as a snapshot for metrics export.
+// Named monotonic counters (outcomes, fallbacks), readable as a snapshot, and fed to OpenTelemetry when given a sink.
 
 export class Counters<K extends string> {
   private readonly counts = new Map<K, number>()
 
+  /** `sink`, if given, hears every increment too (pgonce's OpenTelemetry counters: src/telemetry/metrics.ts). */
+  constructor(private readonly sink?: (key: K, by: number) => void) {}
+
   increment(key: K, by = 1): void {
     this.counts.set(key, (this.counts.get(key) ?? 0) + by)
+    this.sink?.(key, by)
   }
 
   get(key: K): number {

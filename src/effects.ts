@@ -7,6 +7,7 @@ import { Cache, endingFacts } from './cache/cache.js'
 import { EffectsCache } from './cache/effects-precheck.js'
 import { type RedisOption, checkRedisOption } from './cache/redis-client.js'
 import { Counters } from './counters.js'
+import { countInto } from './telemetry/metrics.js'
 import type { ConnectionOptions } from './db/connection.js'
 import { openPool } from './db/connection.js'
 import { type Execute, type Transactional, executorFor } from './db/executor.js'
@@ -59,8 +60,11 @@ const COMPLETE_ATTEMPTS = 3
 
 export class Effects {
   readonly schema: string
-  /** Outcomes of `runOnce` since this Effects was made, for metrics. */
-  readonly outcomes = new Counters<EffectOutcome>()
+  /**
+   * Outcomes of `runOnce` (and, in a Worker, of `ctx.effect` and `ctx.runOnce`) since this Effects was made, for
+   * metrics; also fed to the OpenTelemetry counter pgonce.effects.
+   */
+  readonly outcomes: Counters<EffectOutcome>
   /** How the Redis pre-checks went (hit, miss, fallback, breaker-open, unsynced), for metrics; empty without `redis`. */
   readonly cacheOutcomes: Counters<CacheOutcome>
   private readonly cache: EffectsCache | undefined
@@ -72,8 +76,9 @@ export class Effects {
   private readonly named: boolean
   private closed = false
 
-  /** `shared.cache`: a Worker's cache layer, used instead of opening one (internal). */
-  constructor(options: EffectsOptions, shared?: { cache?: Cache }) {
+  /** `shared.cache`: a Worker's cache layer, used instead of opening one; `shared.queue`: its queue (internal). */
+  constructor(options: EffectsOptions, shared?: { cache?: Cache; queue?: string }) {
+    this.outcomes = new Counters<EffectOutcome>(countInto('effects', shared?.queue))
     const opts = checkOptions<EffectsOptions>(options, 'options', OPTION_KEYS)
     this.schema = checkSchema(opts.schema, 'options.schema')
     const poolSize = opts.poolSize === undefined ? 10 : checkInteger(opts.poolSize, 'options.poolSize', 1, 1000)
@@ -154,12 +159,15 @@ export class Effects {
   /**
    * Sets how long `processed_effects` rows are kept (stored in Postgres; every worker's housekeeping prunes by it). By
    * default, and after `null`, the ledger is kept forever: it is the durable record that an effect happened, and a
-   * replay of a job older than the retention would apply its effect again.
+   * replay of a job older than the retention would apply its effect again. With `{ tx }`, only if you commit.
    */
-  async setLedgerRetention(ms: number | null): Promise<void> {
+  async setLedgerRetention(ms: number | null, options?: { tx?: Transactional }): Promise<void> {
+    const { tx } = checkOptions<{ tx?: Transactional }>(options, 'options', ['tx'])
     const value = ms === null ? null : checkInteger(ms, 'ms', 1, MAX_DURATION_MS)
-    const execute = await this.executor()
-    await endingFacts(this.cache?.cache, () => 'all', false, () => execute(sqlFor('set-ledger-retention', this.schema), [value]))
+    const inTx = tx === undefined ? undefined : executorFor(tx, 'options.tx', this.named)
+    const pooled = await this.executor()
+    const execute = inTx ?? pooled
+    await endingFacts(this.cache?.cache, () => 'all', tx !== undefined, () => execute(sqlFor('set-ledger-retention', this.schema), [value]))
   }
 
   /** @internal Checks `key`, migrates on first use; true when `key` is known recorded (from Redis): no statement needed. */

@@ -7,6 +7,7 @@ import { openPool } from './db/connection.js'
 import { checkSchema } from './db/identifiers.js'
 import { sqlFor } from './db/sql-files.js'
 import { type Logger, checkLogger } from './logger.js'
+import { instruments } from './telemetry/metrics.js'
 import { checkInteger, checkOptions } from './validate.js'
 
 export interface MaintenanceOptions extends ConnectionOptions {
@@ -72,6 +73,7 @@ export async function runMaintenance(options: MaintenanceOptions): Promise<Maint
   } finally {
     if (owned) await pool.end()
   }
+  if (result.rescued > 0) instruments().rescued.add(result.rescued, { 'pgonce.schema': schema })
   if (result.rescued + result.expiredKeys + result.expiredClaims + result.promoted + result.pruned + result.prunedEffects > 0) {
     logger.info({ ...result, schema }, 'pgonce: housekeeping')
   }

@@ -1,90 +1,45 @@
-// Queue: adds jobs (alone, in bulk, inside your transaction), looks them up, and manages dedup keys.
+// Queue: adds jobs (alone, in bulk, inside your transaction), looks them up, and manages dedup keys, jobs and settings.
 
+import type { Attributes } from '@opentelemetry/api'
 import type pg from 'pg'
 import { admitMany, admitOne } from './admission/admit.js'
-import type { AdmissionRow } from './admission/answers.js'
-import { type AddRequest, type JobOptions, toAddRequest } from './admission/request.js'
+import { type AdmissionRow, admittedOrThrow } from './admission/answers.js'
+import { type AddRequest, toAddRequest, toAddRequests } from './admission/request.js'
 import type { CacheOutcome } from './cache/breaker.js'
 import { Cache, endingFacts } from './cache/cache.js'
 import { keyedAdmission } from './cache/dedup-precheck.js'
 import { dedupFact } from './cache/keys.js'
-import { type RedisOption, checkRedisOption } from './cache/redis-client.js'
 import { Counters } from './counters.js'
-import type { ConnectionOptions } from './db/connection.js'
 import { openPool } from './db/connection.js'
 import { type Execute, type Transactional, executorFor } from './db/executor.js'
-import { checkQueueName, checkSchema } from './db/identifiers.js'
+import { checkQueueName } from './db/identifiers.js'
 import { prepared } from './db/prepared.js'
-import { SchemaReady } from './migrate/schema-ready.js'
 import { sqlFor } from './db/sql-files.js'
-import { DeduplicationError, ValidationError } from './errors.js'
 import { type AddOutcome, JOB_STATES, Job, type JobOwner, type JobRow, type JobState } from './job.js'
-import { type Logger, checkLogger } from './logger.js'
+import type { Logger } from './logger.js'
+import { SchemaReady } from './migrate/schema-ready.js'
 import {
   type CancelOutcome, type GetJobsOptions, type RetentionSettings, cancelJob, getJobs, getJobsParams, getSettings, removeJob,
   retentionParams, setPaused, setRetention,
 } from './queue-control.js'
+import {
+  ADD_OPTION_KEYS, type AddOptions, type BulkItem, type JobCounts, type QueueOptions, type WriteOptions, resolveQueueOptions,
+} from './queue-options.js'
 import { retryFailedJob } from './retry-job.js'
 import {
   type JobScheduler, type RepeatOptions, type SchedulerTemplate, checkScheduler, listSchedulers, removeScheduler, upsertScheduler,
 } from './schedulers.js'
-import { checkBoolean, checkInteger, checkJobIdRef, checkOptions, checkText, fail } from './validate.js'
+import { countInto } from './telemetry/metrics.js'
+import { SpanKind, currentTraceContext, inSpan } from './telemetry/tracing.js'
+import { checkJobIdRef, checkOptions, checkText } from './validate.js'
 
-export interface QueueOptions extends ConnectionOptions {
-  /** Schema holding pgonce's tables. (Default: `'pgonce'`) */
-  schema?: string
-  /** A pino-compatible logger. (Default: silent) */
-  logger?: Logger
-  /** Run migrations on first use. (Default: true) */
-  migrate?: boolean
-  /** Largest accepted job data, in bytes of JSON. (Default: 1 MiB) */
-  maxDataBytes?: number
-  /** Size of the pool pgonce opens from `connectionString`. (Default: 10) */
-  poolSize?: number
-  /**
-   * Use named prepared statements. Set false behind a transaction-mode pooler such as PgBouncer before 1.21, which
-   * cannot keep them between transactions. (Default: true)
-   */
-  preparedStatements?: boolean
-  /**
-   * Redis for the hot pre-checks (docs/redis.md): a plain duplicate add of a key held with a TTL is answered from
-   * Redis, without a Postgres round trip, with the owner as it was when cached (id, name, data exact; state and
-   * attempts as of then). Your ioredis client (never closed by pgonce) or a URL (pgonce opens ioredis and closes it).
-   * Every answer is what Postgres would give; Redis down, slow or flushed only means Postgres answers. (Default: none)
-   */
-  redis?: RedisOption
-}
-
-export interface AddOptions extends JobOptions {
-  /** Run the add on your connection or inside your transaction: the job exists only if you commit. */
-  tx?: Transactional
-}
-
-/** Where a write other than an add runs: your connection or transaction (it happens only if you commit). */
-export interface WriteOptions {
-  tx?: Transactional
-}
-
-export interface BulkItem<Data> {
-  name: string
-  data: Data
-  opts?: JobOptions
-}
-
-export type JobCounts = Record<JobState, number>
-
-/** The outcomes of adds, counted since the Queue was made. */
-export type AddOutcomeCounts = Partial<Record<AddOutcome, number>>
-
-const QUEUE_OPTION_KEYS = ['connectionString', 'pool', 'schema', 'logger', 'migrate', 'maxDataBytes', 'poolSize', 'preparedStatements', 'redis'] as const
-const ADD_OPTION_KEYS = ['jobId', 'deduplication', 'delay', 'priority', 'attempts', 'backoff', 'dependsOn', 'tx'] as const
-const BULK_ITEM_KEYS = ['name', 'data', 'opts'] as const
+export type { AddOptions, AddOutcomeCounts, BulkItem, JobCounts, QueueOptions, WriteOptions } from './queue-options.js'
 
 export class Queue<Data = unknown> implements JobOwner {
   readonly name: string
   readonly schema: string
-  /** Outcomes of adds since this Queue was made, for metrics. */
-  readonly outcomes = new Counters<AddOutcome>()
+  /** Outcomes of adds since this Queue was made (and 'rejected'), for metrics; also fed to the OpenTelemetry counter pgonce.jobs.added. */
+  readonly outcomes: Counters<AddOutcome | 'rejected'>
   /** How the Redis pre-checks went (hit, miss, fallback, breaker-open, unsynced), for metrics; empty without `redis`. */
   readonly cacheOutcomes: Counters<CacheOutcome>
   private readonly cache: Cache | undefined
@@ -98,19 +53,17 @@ export class Queue<Data = unknown> implements JobOwner {
 
   constructor(name: string, options: QueueOptions) {
     this.name = checkQueueName(name, 'name')
-    const opts = checkOptions<QueueOptions>(options, 'options', QUEUE_OPTION_KEYS)
-    this.schema = checkSchema(opts.schema, 'options.schema')
-    this.maxDataBytes = opts.maxDataBytes === undefined ? 1 << 20 : checkInteger(opts.maxDataBytes, 'options.maxDataBytes', 1)
-    const poolSize = opts.poolSize === undefined ? 10 : checkInteger(opts.poolSize, 'options.poolSize', 1, 1000)
-    const migrateOnFirstUse = opts.migrate === undefined || checkBoolean(opts.migrate, 'options.migrate')
-    this.named = opts.preparedStatements === undefined || checkBoolean(opts.preparedStatements, 'options.preparedStatements')
-    this.logger = checkLogger(opts.logger, 'options.logger').child({ component: 'pgonce.queue', queue: this.name })
-    const { pool, owned } = openPool(opts, this.logger, poolSize)
+    this.outcomes = new Counters<AddOutcome | 'rejected'>(countInto('adds', this.name))
+    const opts = resolveQueueOptions(options, this.name)
+    this.schema = opts.schema
+    this.maxDataBytes = opts.maxDataBytes
+    this.named = opts.named
+    this.logger = opts.logger
+    const { pool, owned } = openPool(opts.connection, this.logger, opts.poolSize)
     this.pool = pool
     this.ownsPool = owned
-    this.ready = new SchemaReady(pool, this.schema, this.logger, migrateOnFirstUse)
-    const redis = checkRedisOption(opts.redis, 'options.redis')
-    this.cache = redis === undefined ? undefined : new Cache({ redis, pool, schema: this.schema, named: this.named, logger: this.logger })
+    this.ready = new SchemaReady(pool, this.schema, this.logger, opts.migrate)
+    this.cache = opts.redis === undefined ? undefined : new Cache({ redis: opts.redis, pool, schema: this.schema, named: this.named, logger: this.logger })
     this.cacheOutcomes = this.cache?.outcomes ?? new Counters<CacheOutcome>()
   }
 
@@ -121,9 +74,14 @@ export class Queue<Data = unknown> implements JobOwner {
   async add(name: string, data: Data, opts?: AddOptions): Promise<Job<Data>> {
     const { tx, ...jobOpts } = checkOptions<AddOptions>(opts, 'opts', ADD_OPTION_KEYS)
     const req = toAddRequest(name, data, jobOpts, '', this.maxDataBytes)
-    const execute = await this.executor(tx)
-    const keyed = this.cache && keyedAdmission(this.cache, tx !== undefined)
-    return this.answer(await admitOne({ execute, schema: this.schema, queue: this.name, keyed }, req), req)
+    return inSpan(`add ${this.name}`, SpanKind.PRODUCER, this.spanAttributes(1), async (span) => {
+      req.traceContext = currentTraceContext()
+      const execute = await this.executor(tx)
+      const keyed = this.cache && keyedAdmission(this.cache, tx !== undefined)
+      const job = this.answer(await admitOne({ execute, schema: this.schema, queue: this.name, keyed }, req), req)
+      span.setAttributes({ 'pgonce.outcome': job.outcome as string, 'pgonce.job.id': job.id })
+      return job
+    })
   }
 
   /**
@@ -131,21 +89,19 @@ export class Queue<Data = unknown> implements JobOwner {
    * the whole batch. Results come in input order; a repeated jobId or key inside
    * the batch is answered as if the items had been added one after another.
    */
-  async addBulk(items: BulkItem<Data>[], options?: { tx?: Transactional }): Promise<Job<Data>[]> {
-    const { tx } = checkOptions<{ tx: Transactional }>(options, 'options', ['tx'])
-    if (!Array.isArray(items)) fail('INVALID_TYPE', 'items', 'must be an array')
-    const reqs: AddRequest[] = new Array(items.length)
-    for (let i = 0; i < items.length; i++) {
-      const field = `items[${i}]`
-      const it = checkOptions<BulkItem<Data>>(items[i], field, BULK_ITEM_KEYS)
-      reqs[i] = toAddRequest(it.name, it.data, it.opts, field, this.maxDataBytes)
-    }
-    const execute = await this.executor(tx, 'options.tx')
-    const ending = () => reqs.filter((r) => r.dedupId !== null && (r.extend || r.replace)).map((r) => dedupFact(this.name, r.dedupId as string))
-    const { rows, rejected } = await endingFacts(this.cache, ending, tx !== undefined,
-      () => admitMany({ execute, schema: this.schema, queue: this.name }, reqs))
-    if (rejected !== null) this.answer(rejected.row, reqs[rejected.index] as AddRequest, `items[${rejected.index}]`)
-    return (rows ?? []).map((row, i) => this.answer(row, reqs[i] as AddRequest))
+  async addBulk(items: BulkItem<Data>[], options?: WriteOptions): Promise<Job<Data>[]> {
+    const { tx } = checkOptions<WriteOptions>(options, 'options', ['tx'])
+    const reqs = toAddRequests(items, this.maxDataBytes)
+    return inSpan(`addBulk ${this.name}`, SpanKind.PRODUCER, this.spanAttributes(reqs.length), async () => {
+      const traceContext = currentTraceContext()
+      for (const r of reqs) r.traceContext = traceContext
+      const execute = await this.executor(tx, 'options.tx')
+      const ending = () => reqs.filter((r) => r.dedupId !== null && (r.extend || r.replace)).map((r) => dedupFact(this.name, r.dedupId as string))
+      const { rows, rejected } = await endingFacts(this.cache, ending, tx !== undefined,
+        () => admitMany({ execute, schema: this.schema, queue: this.name }, reqs))
+      if (rejected !== null) this.answer(rejected.row, reqs[rejected.index] as AddRequest, `items[${rejected.index}]`)
+      return (rows ?? []).map((row, i) => this.answer(row, reqs[i] as AddRequest))
+    })
   }
 
   /** A job by its internal id, or null. */
@@ -250,9 +206,10 @@ export class Queue<Data = unknown> implements JobOwner {
   }
 
   /** Sets how long this queue's finished jobs are kept (stored in Postgres; housekeeping prunes by it). */
-  async setRetention(settings: RetentionSettings): Promise<void> {
+  async setRetention(settings: RetentionSettings, options?: WriteOptions): Promise<void> {
+    const { tx } = checkOptions<WriteOptions>(options, 'options', ['tx'])
     const params = retentionParams(this.name, settings)
-    await setRetention(await this.executor(undefined), this.schema, params)
+    await setRetention(await this.executor(tx, 'options.tx'), this.schema, params)
   }
 
   /** This queue's retention, with the defaults filled in. */
@@ -264,18 +221,20 @@ export class Queue<Data = unknown> implements JobOwner {
   /**
    * Creates or replaces scheduler `id`: a job from `template` every `repeat.every` ms or on `repeat.pattern` (cron,
    * in `repeat.tz`). Every worker of this queue ticks it; one job per tick however many run (the tick's jobId is
-   * `sched:<id>:<tick ms>`). Ticks missed while no worker ran are not replayed: the first one after adds one job.
+   * `sched:<queue>:<id>:<tick ms>`). Ticks missed while no worker ran are not replayed: the first one after adds one job.
    * Replacing a scheduler restarts its schedule from now (database clock).
    */
-  async upsertJobScheduler(id: string, repeat: RepeatOptions, template: SchedulerTemplate<Data>): Promise<void> {
+  async upsertJobScheduler(id: string, repeat: RepeatOptions, template: SchedulerTemplate<Data>, options?: WriteOptions): Promise<void> {
+    const { tx } = checkOptions<WriteOptions>(options, 'options', ['tx'])
     const s = checkScheduler(id, repeat, template, this.maxDataBytes)
-    await upsertScheduler(await this.executor(undefined), this.schema, this.name, s)
+    await upsertScheduler(await this.executor(tx, 'options.tx'), this.schema, this.name, s)
   }
 
   /** Deletes scheduler `id`; true if it existed. The jobs it added stay. */
-  async removeJobScheduler(id: string): Promise<boolean> {
+  async removeJobScheduler(id: string, options?: WriteOptions): Promise<boolean> {
+    const { tx } = checkOptions<WriteOptions>(options, 'options', ['tx'])
     checkText(id, 'id')
-    return removeScheduler(await this.executor(undefined), this.schema, this.name, id)
+    return removeScheduler(await this.executor(tx, 'options.tx'), this.schema, this.name, id)
   }
 
   /** This queue's schedulers, by id. */
@@ -315,21 +274,16 @@ export class Queue<Data = unknown> implements JobOwner {
     return execute
   }
 
+  /** The Job of an admitted add (counted), or the error of a rejected one (counted as 'rejected'). */
   private answer(row: AdmissionRow, req: AddRequest, field = 'opts'): Job<Data> {
-    if (row.error !== null) {
-      const owner = row.id ?? null
-      if (row.error === 'DEPENDENCY_NOT_FOUND') {
-        throw new ValidationError('DEPENDENCY_NOT_FOUND', `${field}.dependsOn`, 'names a job that does not exist')
-      }
-      const key = req.dedupId ?? ''
-      const message = row.error === 'EXTEND_NOT_PENDING'
-        ? `Duplicate unique_key (extended TTL): key '${key}' is held by job ${owner}, which is no longer pending`
-        : `cannot replace job ${owner} of key '${key}': a live job depends on it`
-      throw new DeduplicationError(row.error as DeduplicationError['code'], key, owner, message)
-    }
-    const outcome = row.outcome as AddOutcome
-    this.outcomes.increment(outcome)
-    this.logger.debug({ outcome, jobId: row.id, customId: row.job_id, key: req.dedupId }, 'pgonce: add decided')
-    return new Job<Data>(row, outcome, this)
+    if (row.error !== null) this.outcomes.increment('rejected')
+    const admitted = admittedOrThrow(row, req, field)
+    this.outcomes.increment(admitted.outcome)
+    this.logger.debug({ outcome: admitted.outcome, jobId: row.id, customId: row.job_id, key: req.dedupId }, 'pgonce: add decided')
+    return new Job<Data>(admitted, admitted.outcome, this)
+  }
+
+  private spanAttributes(items: number): Attributes {
+    return { 'pgonce.queue': this.name, 'pgonce.items': items, 'messaging.system': 'pgonce', 'messaging.operation.type': 'send', 'messaging.destination.name': this.name }
   }
 }

@@ -67,14 +67,14 @@ describe('add outcomes', () => {
     expect(lines.filter((l) => l.level !== 'debug')).toEqual([])
   })
 
-  it('a rejected add is not counted as any outcome and logs no decision', async () => {
+  it("a rejected add is counted as 'rejected', as no other outcome, and logs no decision", async () => {
     const owner = await queue.add('push', { v: 'x' }, { deduplication: { id: 'active-key', ttl: TTL } })
     await db.pool.query(`update "${db.schema}".jobs set state = 'active' where id = $1`, [owner.id])
     const before = queue.outcomes.snapshot()
     const logged = decisions().length
     await expect(queue.add('push', { v: 'y' }, { deduplication: { id: 'active-key', ttl: TTL, extend: true } }))
       .rejects.toMatchObject({ code: 'EXTEND_NOT_PENDING' })
-    expect(queue.outcomes.snapshot()).toEqual(before)
+    expect(queue.outcomes.snapshot()).toEqual({ ...before, rejected: (before.rejected ?? 0) + 1 })
     expect(decisions()).toHaveLength(logged)
   })
 

@@ -160,6 +160,16 @@ describe('retention', () => {
       }
       await db.pool.query(`update "${db.schema}".processed_effects set recorded_at = now() - interval '40 days' where effect_key = 'old-effect'`)
       expect((await runMaintenance({ pool: db.pool, schema: db.schema })).prunedEffects).toBe(0)
+      // inside a transaction that rolls back: nothing set, nothing pruned
+      const tx = await db.pool.connect()
+      try {
+        await tx.query('begin')
+        await effects.setLedgerRetention(30 * 24 * HOUR, { tx })
+        await tx.query('rollback')
+      } finally {
+        tx.release()
+      }
+      expect((await runMaintenance({ pool: db.pool, schema: db.schema })).prunedEffects).toBe(0)
       await effects.setLedgerRetention(30 * 24 * HOUR)
       expect((await runMaintenance({ pool: db.pool, schema: db.schema })).prunedEffects).toBe(1)
       const { rows } = await db.pool.query(`select effect_key from "${db.schema}".processed_effects order by 1`)

@@ -125,3 +125,37 @@ describe('job schedulers', () => {
     }
   })
 })
+
+describe('settings inside your transaction', () => {
+  it('upsertJobScheduler, removeJobScheduler and setRetention with { tx }: rolled back with it, committed with it', async () => {
+    const q = queueOf('sched-tx')
+    const client = await db.pool.connect()
+    try {
+      await client.query('begin')
+      await q.upsertJobScheduler('in-tx', { every: 60_000 }, { name: 't' }, { tx: client })
+      await q.setRetention({ completedMs: 1_000 }, { tx: client })
+      // not visible outside before commit
+      expect(await q.getJobSchedulers()).toEqual([])
+      expect((await q.getRetention()).completedMs).toBe(86_400_000)
+      await client.query('rollback')
+      expect(await q.getJobSchedulers()).toEqual([])
+      expect((await q.getRetention()).completedMs).toBe(86_400_000)
+
+      await client.query('begin')
+      await q.upsertJobScheduler('in-tx', { every: 60_000 }, { name: 't' }, { tx: client })
+      await q.setRetention({ completedMs: 1_000 }, { tx: client })
+      await client.query('commit')
+      expect((await q.getJobSchedulers()).map((s) => s.id)).toEqual(['in-tx'])
+      expect((await q.getRetention()).completedMs).toBe(1_000)
+
+      await client.query('begin')
+      expect(await q.removeJobScheduler('in-tx', { tx: client })).toBe(true)
+      await client.query('rollback')
+      expect((await q.getJobSchedulers()).map((s) => s.id)).toEqual(['in-tx'])
+      await expect(q.removeJobScheduler('in-tx', { tx: null as never })).rejects.toMatchObject({ name: 'ValidationError', field: 'options.tx' })
+    } finally {
+      client.release()
+      await q.close()
+    }
+  })
+})

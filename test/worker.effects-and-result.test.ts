@@ -81,6 +81,41 @@ describe('ctx.effect, many per job', () => {
   })
 })
 
+describe('ctx.effect input and ctx.logger', () => {
+  it('a bad key or fn is a ValidationError naming it, before any statement; ctx.logger lines carry the run', async () => {
+    const q = new Queue('effect-input', { connectionString: db.url, schema: db.schema, migrate: false })
+    const lines: Record<string, unknown>[] = []
+    const capture = (bindings: Record<string, unknown>) => {
+      const log = (obj: object | string, msg?: string) => void lines.push({ ...bindings, ...(typeof obj === 'object' ? obj : {}), msg: msg ?? obj })
+      const logger = { debug: log, info: log, warn: log, error: log, child: (b: Record<string, unknown>) => capture({ ...bindings, ...b }) }
+      return logger
+    }
+    const errors: unknown[] = []
+    const worker = new Worker('effect-input', async (job, ctx) => {
+      for (const [key, fn] of [['', async () => {}], ['x'.repeat(256), async () => {}], ['ok', 42]] as const) {
+        errors.push(await ctx.effect(key, fn as never).catch((e: unknown) => e))
+      }
+      ctx.logger.info({ step: 'done' }, 'handler says hi')
+    }, { ...opts(), logger: capture({}) })
+    try {
+      const job = await q.add('j', {})
+      await waitForState(db, job.id, 'completed')
+      expect(errors.map((e) => [(e as { name: string }).name, (e as { field: string }).field])).toEqual([
+        ['ValidationError', 'key'], ['ValidationError', 'key'], ['ValidationError', 'fn'],
+      ])
+      const { rows } = await db.pool.query(`select count(*)::int as n from "${db.schema}".processed_effects
+        where effect_key = any($1)`, [['', 'x'.repeat(256), 'ok']])
+      expect(rows[0].n).toBe(0)
+      expect(lines.find((l) => l.msg === 'handler says hi')).toMatchObject({
+        queue: 'effect-input', worker: worker.id, jobId: job.id, jobName: 'j', attempt: 1, step: 'done',
+      })
+    } finally {
+      await worker.close()
+      await q.close()
+    }
+  })
+})
+
 describe('job.result', () => {
   it("is the handler's return value (or ctx.transaction's), the same the 'completed' event reports", async () => {
     const q = new Queue<{ kind: string }>('results', { connectionString: db.url, schema: db.schema, migrate: false })

@@ -1,5 +1,6 @@
-// Turns the answers of the add statements (the _answer() columns; sql/add-plain-jobs.sql's one row) into job rows.
+// Turns the answers of the add statements (the _answer() columns; sql/add-plain-jobs.sql's one row) into job rows, and rejections into errors.
 
+import { DeduplicationError, ValidationError } from '../errors.js'
 import type { AddRequest } from './request.js'
 import type { AddOutcome, JobRow, JobState } from '../job.js'
 
@@ -94,4 +95,21 @@ export function plainAdmissions(b: PlainBulkRow, reqs: readonly AddRequest[], qu
       now + delay, now, JSON.parse(req.dataJson) as unknown, 'added')
   }
   return rows
+}
+
+/**
+ * Throws what a rejected admission means: DEPENDENCY_NOT_FOUND as a ValidationError naming `field`.dependsOn, the
+ * strategies' rejections as a DeduplicationError carrying the key and its owner. An admitted row is returned as is.
+ */
+export function admittedOrThrow(row: AdmissionRow, req: AddRequest, field: string): AdmissionRow & { outcome: AddOutcome } {
+  if (row.error === null) return row as AdmissionRow & { outcome: AddOutcome }
+  const owner = row.id ?? null
+  if (row.error === 'DEPENDENCY_NOT_FOUND') {
+    throw new ValidationError('DEPENDENCY_NOT_FOUND', `${field}.dependsOn`, 'names a job that does not exist')
+  }
+  const key = req.dedupId ?? ''
+  const message = row.error === 'EXTEND_NOT_PENDING'
+    ? `Duplicate unique_key (extended TTL): key '${key}' is held by job ${owner}, which is no longer pending`
+    : `cannot replace job ${owner} of key '${key}': a live job depends on it`
+  throw new DeduplicationError(row.error as DeduplicationError['code'], key, owner, message)
 }

@@ -1,6 +1,7 @@
 // Every Redis command of the cache layer goes through here: a time bound, a circuit breaker, the outcome counters and rate-limited warnings.
 
 import { Counters } from '../counters.js'
+import { countInto } from '../telemetry/metrics.js'
 import type { Logger } from '../logger.js'
 
 /**
@@ -62,7 +63,7 @@ const WARN_EVERY_MS = 10_000
  * src/cache/cache.ts).
  */
 export class RedisGate {
-  readonly outcomes = new Counters<CacheOutcome>()
+  readonly outcomes = new Counters<CacheOutcome>(countInto('cache'))
   private failures = 0
   private succeededAt = 0
   private openUntil = 0

@@ -6,7 +6,7 @@ import type { Effects, RunOnceOptions } from '../effects.js'
 import { JobCancelledError, LeaseLostError } from '../errors.js'
 import type { Job } from '../job.js'
 import type { Logger } from '../logger.js'
-import { serializeData } from '../validate.js'
+import { checkText, fail, serializeData } from '../validate.js'
 import type { ClaimedRow, JobStore } from './job-store.js'
 import { RetryLaterError } from './retry-later.js'
 
@@ -40,6 +40,8 @@ export interface JobContext {
   runOnce(key: string, work: () => unknown, opts?: RunOnceOptions): Promise<'ran' | 'duplicate-done'>
   /** Stores `value` (a number or small JSON) as `job.progress`; throws `LeaseLostError` if the lease was lost. */
   updateProgress(value: unknown): Promise<void>
+  /** The worker's logger, bound to this run: `queue`, `worker`, `jobId`, `jobName` and `attempt` on every line. */
+  readonly logger: Logger
 }
 
 /** What a job's context needs from its worker. */
@@ -86,6 +88,7 @@ export class HeldJob<Data> implements JobContext {
   cancelRequested = false
   private controller: AbortController | undefined
   private abortReason: Error | undefined
+  private runLogger: Logger | undefined
 
   constructor(
     readonly row: ClaimedRow,
@@ -108,6 +111,11 @@ export class HeldJob<Data> implements JobContext {
       if (this.abortReason !== undefined) this.controller.abort(this.abortReason)
     }
     return this.controller.signal
+  }
+
+  get logger(): Logger {
+    this.runLogger ??= this.services.logger.child({ jobId: this.id, jobName: this.row.name, attempt: this.job.attempts })
+    return this.runLogger
   }
 
   /** Aborts `ctx.signal` (once). */
@@ -182,15 +190,20 @@ export class HeldJob<Data> implements JobContext {
   }
 
   private async runEffect(key: string, fn: (tx: pg.PoolClient) => Promise<unknown>): Promise<'ran' | 'duplicate-done'> {
+    checkText(key, 'key')
+    if (typeof fn !== 'function') fail('INVALID_TYPE', 'fn', `must be a function, got ${typeof fn}`)
     this.checkUsable('ctx.effect')
-    if (typeof fn !== 'function') throw new TypeError('pgonce: ctx.effect(key, fn): fn must be a function')
     const { pool, effects, logger } = this.services
-    if (await effects.knownRecorded(key)) return 'duplicate-done'
+    if (await effects.knownRecorded(key)) {
+      effects.outcomes.increment('duplicate-done')
+      return 'duplicate-done'
+    }
     const outcome = await inTransaction(pool, logger, async (tx) => {
       if (!(await effects.recordInLedger(tx, key))) return 'duplicate-done' as const
       await fn(tx)
       return 'ran' as const
     })
+    effects.outcomes.increment(outcome)
     if (outcome === 'duplicate-done') effects.repeatedEffect(key)
     return outcome
   }

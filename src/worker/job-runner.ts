@@ -9,6 +9,7 @@ import { type ClaimedRow, claimedToJobRow } from './job-store.js'
 import { Pace } from './pace.js'
 import type { Settler } from './settler.js'
 import type { StepBatcher } from './step-batcher.js'
+import { RunTelemetry } from '../telemetry/run-telemetry.js'
 
 /** Processes one job; its return value is stored as the job's result (JSON). */
 export type Handler<Data, Result> = (job: Job<Data>, ctx: JobContext) => Result | Promise<Result>
@@ -136,15 +137,21 @@ export class JobRunner<Data, Result> {
   private async execute(h: HeldJob<Data>): Promise<void> {
     this.running++
     h.phase = 'running'
+    const run = new RunTelemetry(h.row.queue, {
+      id: h.id, name: h.row.name, attempts: h.job.attempts, runAtMs: h.row.run_at_ms, traceContext: h.row.trace_context,
+    })
     let result: Result
     try {
-      result = await this.handler(h.job, h)
-    } catch (err) {
+      result = await run.within(() => this.handler(h.job, h))
+    } catch (thrown) {
+      const err = toError(thrown)
+      run.end(err)
       this.handlerDone(h)
-      await this.settler.threw(h, toError(err)).catch((e: Error) => this.host.reportError(e))
+      await this.settler.threw(h, err).catch((e: Error) => this.host.reportError(e))
       this.settled(h)
       return
     }
+    run.end()
     this.handlerDone(h)
     await this.settler.succeeded(h, result).catch((e: Error) => this.host.reportError(e))
     this.settled(h)

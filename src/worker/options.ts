@@ -12,10 +12,10 @@ export interface WorkerOptions extends ConnectionOptions {
   /** Handlers running at once. (Default: 1) */
   concurrency?: number
   /**
-   * Most jobs claimed by one statement. Each claim takes the free slots plus a
-   * prefetch sized to the pace of the handlers (two claim round trips' worth), so
-   * fast jobs are claimed in large batches and slow ones about one ahead; at most
-   * `concurrency + batchSize` jobs are held (leased) at once. (Default: 500)
+   * Most jobs claimed by one statement. Each claim takes the free slots plus a prefetch sized to the pace of the
+   * handlers (two claim round trips' worth), at least `min(batchSize / 2, 16 × concurrency)`; claimed-ahead jobs stay
+   * pending (a replace supersedes them, an idle worker takes them over). At most `concurrency + batchSize` jobs are
+   * held (leased) at once. (Default: 500)
    */
   batchSize?: number
   /** How long a claimed job is reserved for this worker without a heartbeat, in ms. (Default: 30000) */

@@ -1,5 +1,6 @@
 // Records how each run ended: completed (batched), failed and retried or failed for good, given back for later, cancelled, or lost.
 
+import { Counters } from '../counters.js'
 import { LeaseLostError } from '../errors.js'
 import { Job, type JobOwner, type JobRow } from '../job.js'
 import type { Logger } from '../logger.js'
@@ -8,6 +9,7 @@ import { type HeldJob, resultJson } from './context.js'
 import type { JobStore } from './job-store.js'
 import type { StepBatcher } from './step-batcher.js'
 import { RetryLaterError } from './retry-later.js'
+import { countInto } from '../telemetry/metrics.js'
 
 export interface SettlerHost<Data, Result> {
   owner: JobOwner
@@ -21,13 +23,26 @@ export interface SettlerHost<Data, Result> {
   closed(): boolean
 }
 
+/**
+ * How a run ended, as `worker.runOutcomes` counts it: completed; failed (for good) or retried (an attempt failed, one
+ * is left); cancelled; rescheduled (RetryLaterError, ctx.runOnce finding the work running elsewhere, or given back at
+ * close: the attempt not counted); lease-lost (nothing of the run was recorded).
+ */
+export type RunOutcome = 'completed' | 'failed' | 'retried' | 'cancelled' | 'rescheduled' | 'lease-lost'
+
 export class Settler<Data, Result> {
+  /** How runs ended, also fed to the OpenTelemetry counter pgonce.jobs.runs. */
+  readonly outcomes: Counters<RunOutcome>
+
   constructor(
     private readonly store: JobStore,
     private readonly steps: StepBatcher,
     private readonly host: SettlerHost<Data, Result>,
     private readonly logger: Logger,
-  ) {}
+    queue: string,
+  ) {
+    this.outcomes = new Counters<RunOutcome>(countInto('runs', queue))
+  }
 
   /** The handler returned `result`. */
   async succeeded(h: HeldJob<Data>, result: Result): Promise<void> {
@@ -58,9 +73,13 @@ export class Settler<Data, Result> {
     if (row === null) return this.leaseLost(h, 'its handler threw')
     this.logger.debug({ jobId: h.id, state: row.state, err }, 'pgonce: attempt failed')
     const job = new Job<Data>(row as JobRow, null, this.host.owner)
-    if (row.state === 'cancelled') return this.host.cancelled(job)
+    if (row.state === 'cancelled') {
+      this.outcomes.increment('cancelled')
+      return this.host.cancelled(job)
+    }
     if (row.state === 'delayed') this.host.requeued(delayMs)
     else if (row.state === 'waiting') this.host.requeued(0)
+    this.outcomes.increment(row.state === 'failed' ? 'failed' : 'retried')
     this.host.failed(job, err)
   }
 
@@ -69,10 +88,12 @@ export class Settler<Data, Result> {
     const count = await this.store.release([h.id], [h.token], delayMs)
     if (count === 0) return this.leaseLost(h, 'it was to be rescheduled')
     this.logger.debug({ jobId: h.id, delayMs }, 'pgonce: job rescheduled, attempt not counted')
+    this.outcomes.increment('rescheduled')
     this.host.requeued(delayMs)
   }
 
   private ended(h: HeldJob<Data>, end: 'completed' | 'cancelled', result: Result): void {
+    this.outcomes.increment(end)
     if (end === 'cancelled') this.host.cancelled(h.job)
     else this.host.completed(h.job, result)
   }
@@ -83,6 +104,7 @@ export class Settler<Data, Result> {
 
   private leaseLost(h: HeldJob<Data>, when: string): void {
     this.logger.warn({ jobId: h.id, when }, 'pgonce: lease lost; the outcome of this run was not recorded')
+    this.outcomes.increment('lease-lost')
     this.host.reportError(new LeaseLostError(h.id))
   }
 }

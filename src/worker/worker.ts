@@ -12,7 +12,7 @@ import { openPool } from '../db/connection.js'
 import { type Transactional, executorFor } from '../db/executor.js'
 import { channelOf, checkQueueName } from '../db/identifiers.js'
 import { sqlFor } from '../db/sql-files.js'
-import { Effects } from '../effects.js'
+import { type EffectOutcome, Effects } from '../effects.js'
 import type { Job, JobOwner } from '../job.js'
 import type { Logger } from '../logger.js'
 import { migrateUntilDone } from '../migrate/runner.js'
@@ -26,7 +26,7 @@ import { Leases } from './leases.js'
 import { Notifier, listenConfig } from './notifier.js'
 import { Schedules } from './schedules.js'
 import { type ResolvedWorkerOptions, type WorkerOptions, resolveWorkerOptions } from './options.js'
-import { Settler } from './settler.js'
+import { type RunOutcome, Settler } from './settler.js'
 import { StepBatcher } from './step-batcher.js'
 
 export type { Handler } from './job-runner.js'
@@ -65,6 +65,10 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
   readonly id: string
   /** How the Redis pre-checks of ctx.runOnce and ctx.effect went, for metrics; empty without `redis`. */
   readonly cacheOutcomes: Counters<CacheOutcome>
+  /** How this worker's runs ended (completed, failed, retried, cancelled, rescheduled, lease-lost), for metrics. */
+  readonly runOutcomes: Counters<RunOutcome>
+  /** The outcomes of this worker's ctx.effect and ctx.runOnce calls (ran, duplicate-done, …), for metrics. */
+  readonly effectOutcomes: Counters<EffectOutcome>
   private readonly cache: Cache | undefined
   private readonly opts: ResolvedWorkerOptions
   private readonly logger: Logger
@@ -103,7 +107,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
         listenConnectionString: resolved.listenConnectionString, logger: this.logger })
     this.cacheOutcomes = this.cache?.outcomes ?? new Counters<CacheOutcome>()
     this.effects = new Effects({ pool, schema: this.schema, logger: resolved.logger, migrate: false, preparedStatements: resolved.preparedStatements },
-      { cache: this.cache })
+      { cache: this.cache, queue: this.queue })
     this.steps = new StepBatcher(store, report, this.logger)
     const settler = new Settler<Data, Result>(store, this.steps, {
       owner: this,
@@ -113,7 +117,9 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
       reportError: report,
       requeued: (ms) => (ms > 0 ? this.fetcher.wakeIn(ms) : this.fetcher.wake()),
       closed: () => this.state === 'closed',
-    }, this.logger)
+    }, this.logger, this.queue)
+    this.runOutcomes = settler.outcomes
+    this.effectOutcomes = this.effects.outcomes
     const services = { pool, store, effects: this.effects, retryLaterMs: resolved.retryLaterMs, logger: this.logger }
     this.runner = new JobRunner<Data, Result>(handler, resolved.concurrency, resolved.batchSize, services, settler,
       this.steps, this, { capacityChanged: () => this.fetcher.pump(), reportError: report }, this.logger)

@@ -1,0 +1,86 @@
+// The options of a Queue and of its calls, and their checks.
+
+import type { JobOptions } from './admission/request.js'
+import { type RedisOption, checkRedisOption } from './cache/redis-client.js'
+import type { ConnectionOptions } from './db/connection.js'
+import type { Transactional } from './db/executor.js'
+import { checkSchema } from './db/identifiers.js'
+import type { AddOutcome, JobState } from './job.js'
+import { type Logger, checkLogger } from './logger.js'
+import { checkBoolean, checkInteger, checkOptions } from './validate.js'
+
+export interface QueueOptions extends ConnectionOptions {
+  /** Schema holding pgonce's tables. (Default: `'pgonce'`) */
+  schema?: string
+  /** A pino-compatible logger. (Default: silent) */
+  logger?: Logger
+  /** Run migrations on first use. (Default: true) */
+  migrate?: boolean
+  /** Largest accepted job data, in bytes of JSON. (Default: 1 MiB) */
+  maxDataBytes?: number
+  /** Size of the pool pgonce opens from `connectionString`. (Default: 10) */
+  poolSize?: number
+  /**
+   * Use named prepared statements. Set false behind a transaction-mode pooler such as PgBouncer before 1.21, which
+   * cannot keep them between transactions. (Default: true)
+   */
+  preparedStatements?: boolean
+  /**
+   * Redis for the hot pre-checks (docs/redis.md): a plain duplicate add of a key held with a TTL is answered from
+   * Redis, without a Postgres round trip, with the owner as it was when cached (id, name, data exact; state and
+   * attempts as of then). Your ioredis client (never closed by pgonce) or a URL (pgonce opens ioredis and closes it).
+   * Every answer is what Postgres would give; Redis down, slow or flushed only means Postgres answers. (Default: none)
+   */
+  redis?: RedisOption
+}
+
+export interface AddOptions extends JobOptions {
+  /** Run the add on your connection or inside your transaction: the job exists only if you commit. */
+  tx?: Transactional
+}
+
+/** Where a write other than an add runs: your connection or transaction (it happens only if you commit). */
+export interface WriteOptions {
+  tx?: Transactional
+}
+
+export interface BulkItem<Data> {
+  name: string
+  data: Data
+  opts?: JobOptions
+}
+
+export type JobCounts = Record<JobState, number>
+
+/** The outcomes of adds, counted since the Queue was made. */
+export type AddOutcomeCounts = Partial<Record<AddOutcome, number>>
+
+const QUEUE_OPTION_KEYS = ['connectionString', 'pool', 'schema', 'logger', 'migrate', 'maxDataBytes', 'poolSize', 'preparedStatements', 'redis'] as const
+
+/** A Queue's options, checked, with the defaults filled in. */
+export interface ResolvedQueueOptions {
+  connection: ConnectionOptions
+  schema: string
+  maxDataBytes: number
+  poolSize: number
+  migrate: boolean
+  named: boolean
+  logger: Logger
+  redis: RedisOption | undefined
+}
+
+/** Checks a Queue's options (before any I/O) and fills in the defaults. */
+export function resolveQueueOptions(options: unknown, queue: string): ResolvedQueueOptions {
+  const opts = checkOptions<QueueOptions>(options, 'options', QUEUE_OPTION_KEYS)
+  return {
+    connection: opts,
+    schema: checkSchema(opts.schema, 'options.schema'),
+    maxDataBytes: opts.maxDataBytes === undefined ? 1 << 20 : checkInteger(opts.maxDataBytes, 'options.maxDataBytes', 1),
+    poolSize: opts.poolSize === undefined ? 10 : checkInteger(opts.poolSize, 'options.poolSize', 1, 1000),
+    migrate: opts.migrate === undefined || checkBoolean(opts.migrate, 'options.migrate'),
+    named: opts.preparedStatements === undefined || checkBoolean(opts.preparedStatements, 'options.preparedStatements'),
+    logger: checkLogger(opts.logger, 'options.logger').child({ component: 'pgonce.queue', queue }),
+    redis: checkRedisOption(opts.redis, 'options.redis'),
+  }
+}
+export const ADD_OPTION_KEYS = ['jobId', 'deduplication', 'delay', 'priority', 'attempts', 'backoff', 'dependsOn', 'tx'] as const
