@@ -1,5 +1,5 @@
 -- Of the runs ($1 ids, $2 lock tokens), those whose outcome was recorded: the row still carries the run's token
--- (completion, failure and release keep it; a claim or a rescue replaces or clears it) and no longer holds a lease.
+-- (completion and failure keep it; a release, a claim or a rescue clears or replaces it) and no longer holds a lease.
 -- Asked after an outcome statement whose reply was lost (a connection dropped in a restart): did it commit?
 select j.lock_token as token, j.state
 from :PGONCE_SCHEMA.jobs j
