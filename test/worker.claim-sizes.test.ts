@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { Worker } from '../src/index.js'
 import { type TestSchema, freshSchema } from './support/schema.js'
 import { recordingPool } from './fixtures/recording-pool.js'
-import { waitFor } from './fixtures/worker-helpers.js'
+import { storedJob, waitFor } from './fixtures/worker-helpers.js'
 
 let db: TestSchema
 
@@ -56,4 +56,42 @@ describe('claim sizes of a busy worker', () => {
       await pool.end()
     }
   }, 60_000)
+
+  it('claims again once the completions that filled its cap on held jobs are recorded (it idled until the poll)', async () => {
+    // concurrency 1, batchSize 1: at most two jobs held (concurrency + batchSize), counting those whose completion is
+    // still being written. A row lock taken by the test holds job a's completion statement, so that a's and b's
+    // completions fill the cap after both handlers returned; nothing then finishes that would free a slot.
+    const ids: string[] = []
+    for (const i of [1, 2, 3]) {
+      const { rows } = await db.pool.query(
+        `insert into "${db.schema}".jobs (queue, name, data, run_at) values ('cap', 'n', '{}', now() - make_interval(secs => 10 - $1)) returning id`, [i])
+      ids.push(rows[0].id)
+    }
+    const [a, b, c] = ids as [string, string, string]
+    const ran: string[] = []
+    let releaseA!: () => void
+    const aMayReturn = new Promise<void>((resolve) => { releaseA = resolve })
+    const worker = new Worker('cap', async (job) => {
+      ran.push(job.id)
+      if (job.id === a) await aMayReturn
+    }, { connectionString: db.url, schema: db.schema, concurrency: 1, batchSize: 1, pollIntervalMs: 60_000, maintenanceIntervalMs: 0, migrate: false })
+    const locker = await db.pool.connect()
+    try {
+      await worker.run()
+      await waitFor(() => ran.includes(a), 5_000, 'job a to start')
+      await locker.query('begin')
+      await locker.query(`select 1 from "${db.schema}".jobs where id = $1 for update`, [a])
+      releaseA()
+      await waitFor(() => ran.includes(b), 5_000, 'job b to run while a\'s completion waits for the lock')
+      await new Promise((r) => setTimeout(r, 200))
+      expect(ran).toEqual([a, b])
+      await locker.query('rollback')
+      await waitFor(async () => (await storedJob(db, c)).state === 'completed', 5_000, 'job c to complete well before the 60 s poll')
+      expect(ran).toEqual([a, b, c])
+    } finally {
+      await locker.query('rollback').catch(() => {})
+      locker.release()
+      await worker.close()
+    }
+  }, 30_000)
 })

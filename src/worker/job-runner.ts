@@ -166,11 +166,17 @@ export class JobRunner<Data, Result> {
     this.host.capacityChanged()
   }
 
+  /**
+   * The job is off the worker's hands. That frees room under the cap on held jobs (`concurrency + batchSize`): a claim
+   * the cap held back may go out now. (Without this call, a worker whose last handlers finished while their completions
+   * were still being written kept the cap full, and then idled until the poll with a backlog in the queue.)
+   */
   private settled(h: HeldJob<Data>): void {
     this.held.delete(h.token)
     if (this.held.size === 0 && this.settledWaiters.length > 0) {
       for (const resolve of this.settledWaiters.splice(0)) resolve()
     }
+    this.host.capacityChanged()
   }
 
   /** Closing: jobs a claim still returns are held, not started, until `stop()` gives them back. */
