@@ -173,6 +173,8 @@ CREATE INDEX jobs_leases ON pgonce.jobs USING btree (locked_until) WHERE pgonce.
 
 CREATE UNIQUE INDEX jobs_live_job_id ON pgonce.jobs USING btree (job_id) WHERE ((job_id IS NOT NULL) AND pgonce._is_live(state));
 
+CREATE INDEX jobs_waiting_children ON pgonce.jobs USING btree (id) WHERE (state = 'waiting-children'::text);
+
 CREATE INDEX processed_effects_recorded ON pgonce.processed_effects USING btree (recorded_at);
 
 CREATE OR REPLACE FUNCTION pgonce._add_jobs(p_queue text, p_names text[], p_datas jsonb[], p_job_ids text[], p_dedup_ids text[], p_dedup_ttls_ms bigint[], p_extends boolean[], p_replaces boolean[], p_delays_ms bigint[], p_priorities integer[], p_max_attempts integer[], p_backoffs jsonb[], p_depends_on text[], p_trace_contexts text[])

@@ -1,5 +1,5 @@
 --! Previous: sha1:34957861a65177a1bc1587057728195877b9c160
---! Hash: sha1:f3a6f5ac3f1cee3fe2804f6cfcaef02f651b493c
+--! Hash: sha1:9a011953af50400878be22a6f6d4a0db63d48cad
 --! Message: operations: settings, retention, schedulers, autovacuum
 
 -- Running pgonce for months (docs/operations.md): per-queue settings in Postgres (pause, retention), the retention
@@ -56,6 +56,9 @@ comment on column :PGONCE_SCHEMA.jobs.stalls is 'How many runs of this job ended
 -- its own cutoff.
 create index jobs_finished on :PGONCE_SCHEMA.jobs (queue, state, finished_at)
   where :PGONCE_SCHEMA._is_terminal(state);
+-- Jobs waiting for their dependencies: what housekeeping's promotion safety net walks (without it, a sequential scan
+-- of the whole table, history included, every round: 70 ms a round with 1,000,000 completed jobs).
+create index jobs_waiting_children on :PGONCE_SCHEMA.jobs (id) where state = 'waiting-children';
 
 -- ---------------------------------------------------------------------------------------------------------------
 -- Schema-wide settings: one row.

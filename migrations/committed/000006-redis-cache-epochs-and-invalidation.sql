@@ -1,5 +1,5 @@
---! Previous: sha1:f3a6f5ac3f1cee3fe2804f6cfcaef02f651b493c
---! Hash: sha1:136f15be084d5207fe386ac6af6de38ec2a09536
+--! Previous: sha1:9a011953af50400878be22a6f6d4a0db63d48cad
+--! Hash: sha1:99e7f36a7501a5b8345c38659a460b0ba6d61a6b
 --! Message: redis cache epochs and invalidation
 
 -- The optional Redis layer's invalidation (docs/redis.md; the whole argument is in src/cache/cache.ts): Postgres says
