@@ -4,6 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { Queue, Worker } from '../src/index.js'
 import { exited, spawnFixture, waitFor } from './fixtures/worker-helpers.js'
+import { recordingPool } from './fixtures/recording-pool.js'
 import { type TestSchema, freshSchema } from './support/schema.js'
 
 let db: TestSchema
@@ -19,6 +20,25 @@ afterAll(async () => {
 const queueOf = (name: string) => new Queue(name, { connectionString: db.url, schema: db.schema, migrate: false })
 
 describe('job schedulers', () => {
+  it('a worker whose queue has no scheduler looks for ticks once per poll, not every few milliseconds', async () => {
+    // greatest(0, null) is 0 in PostgreSQL: the next-tick query answered 0 ms for no scheduler at all, and every
+    // worker ran two scheduler statements every 5 ms (a third of a busy worker's statements in the drain benchmark).
+    let looks = 0
+    const pool = recordingPool(db, 4, (text) => {
+      if (text.startsWith('-- Milliseconds until the next tick')) looks++
+    })
+    const worker = new Worker('sched-none', async () => {}, { pool, schema: db.schema, pollIntervalMs: 1_000, maintenanceIntervalMs: 0, migrate: false })
+    try {
+      await worker.run()
+      await new Promise((r) => setTimeout(r, 1_500))
+      expect(looks).toBeGreaterThanOrEqual(1)
+      expect(looks).toBeLessThanOrEqual(3)
+    } finally {
+      await worker.close()
+      await pool.end()
+    }
+  })
+
   it('3 worker processes ticking a schedule every second for 10 s add exactly one job per tick', async () => {
     const q = queueOf('sched-multi')
     const children = [0, 1, 2].map(() => spawnFixture('worker-child.ts', {
