@@ -1,0 +1,56 @@
+// A lab probe, not a benchmark: drains N queued no-op jobs with one Worker (concurrency 16) and prints jobs/s and,
+// per statement kind, how many were sent, how many jobs each carried and their mean latency. For before/after checks
+// of the worker's statement pattern (see src/worker/step-batcher.ts); the comparison with peers is bench/.
+//
+//   DATABASE_URL=… N=100000 npx tsx --conditions=development dev/drain-probe.ts
+
+import pg from 'pg'
+import { Worker, migrate } from '../src/index.js'
+
+const url = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
+const schema = `probe_drain_${Math.random().toString(16).slice(2, 8)}`
+const N = Number(process.env.N ?? 100_000)
+const admin = new pg.Pool({ connectionString: url, max: 2 })
+await migrate({ connectionString: url, schema })
+try {
+  await admin.query(`insert into "${schema}".jobs (queue, name, data) select 'd', 'n', '{}' from generate_series(1, $1)`, [N])
+  await admin.query(`vacuum analyze "${schema}".jobs`)
+  const stats = new Map<string, { n: number; items: number; ms: number }>()
+  const pool = new pg.Pool({ connectionString: url, max: 19 })
+  const query = pool.query.bind(pool) as (...args: unknown[]) => Promise<unknown>
+  ;(pool as unknown as { query: (...args: unknown[]) => Promise<unknown> }).query = (...args: unknown[]) => {
+    const config = args[0] as string | { text: string; values?: unknown[][] }
+    const text = typeof config === 'string' ? config : config.text
+    const values = (typeof config === 'string' ? args[1] : config.values) as unknown[][] | undefined
+    let kind = (text.split('\n')[0] ?? '').slice(0, 48)
+    let items = 0
+    if (kind.startsWith('-- A worker\'s step')) {
+      const done = values?.[0]?.length ?? 0
+      kind = done > 0 ? 'step: completions' : 'step: starts'
+      items = done > 0 ? done : values?.[3]?.length ?? 0
+    } else if (kind.startsWith('-- Claims up to')) items = Number(values?.[1])
+    const s = stats.get(kind) ?? { n: 0, items: 0, ms: 0 }
+    stats.set(kind, s)
+    s.n++
+    s.items += items
+    const sent = performance.now()
+    const answer = query(...args)
+    answer.then(() => { s.ms += performance.now() - sent }, () => {})
+    return answer
+  }
+  let done = 0
+  let first = 0
+  let last = 0
+  const worker = new Worker('d', async () => { if (first === 0) first = performance.now() }, { pool, schema, concurrency: 16, migrate: false })
+  worker.on('completed', () => { done++; last = performance.now() })
+  while (done < N) await new Promise((resolve) => setTimeout(resolve, 50))
+  await worker.close()
+  await pool.end()
+  process.stdout.write(`${Math.round((N * 1000) / (last - first))} jobs/s\n`)
+  for (const [kind, s] of stats) {
+    process.stdout.write(`${kind.padEnd(50)} ${String(s.n).padStart(7)} sent, ${(s.items / s.n).toFixed(1).padStart(6)} jobs each, ${(s.ms / s.n).toFixed(2)} ms\n`)
+  }
+} finally {
+  await admin.query(`drop schema "${schema}" cascade`)
+  await admin.end()
+}
