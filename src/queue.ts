@@ -25,6 +25,7 @@ import {
 import {
   ADD_OPTION_KEYS, type AddOptions, type BulkItem, type JobCounts, type QueueOptions, type WriteOptions, resolveQueueOptions,
 } from './queue-options.js'
+import { removeDedupKey } from './dedup-key-removal.js'
 import { retryFailedJob } from './retry-job.js'
 import {
   type JobScheduler, type RepeatOptions, type SchedulerTemplate, checkScheduler, listSchedulers, removeScheduler, upsertScheduler,
@@ -252,10 +253,7 @@ export class Queue<Data = unknown> implements JobOwner {
   }
 
   private async removeKey(key: string, jobId: string | null, tx: Transactional | undefined): Promise<{ deleted: boolean; held: boolean }> {
-    const execute = await this.executor(tx, 'options.tx')
-    const [row] = await endingFacts(this.cache, () => [dedupFact(this.name, key)], tx !== undefined,
-      () => execute<{ deleted: boolean; held: boolean }>(sqlFor('remove-dedup-key', this.schema), [this.name, key, jobId]))
-    return row as { deleted: boolean; held: boolean }
+    return removeDedupKey(await this.executor(tx, 'options.tx'), this.cache, this.schema, this.name, key, jobId, tx !== undefined)
   }
 
   private async readOne(query: string, values: unknown[]): Promise<Job<Data> | null> {

@@ -203,6 +203,21 @@ export class JobRunner<Data, Result> {
     while (this.starting > 0) await new Promise((resolve) => setTimeout(resolve, 5))
   }
 
+  /**
+   * Waits up to `closeTimeoutMs` for the running handlers and their outcomes; then aborts the handlers still running
+   * (their `ctx.signal`), and gives those that honour it a moment to throw, so that their jobs are released at once.
+   */
+  async finish(closeTimeoutMs: number): Promise<void> {
+    if (await this.allSettled(closeTimeoutMs)) return
+    const still = this.runningJobs()
+    this.logger.warn({ jobs: still.map((h) => h.id) }, 'pgonce: close timed out; aborting running handlers')
+    for (const h of still) {
+      h.abandoned = true
+      h.abort(new Error(`pgonce: worker closed before job ${h.id} finished`))
+    }
+    await this.allSettled(Math.min(1_000, Math.max(100, closeTimeoutMs / 10)))
+  }
+
   /** Resolves true once every held job has settled, false after `ms`. */
   allSettled(ms: number): Promise<boolean> {
     if (this.held.size === 0) return Promise.resolve(true)

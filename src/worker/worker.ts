@@ -5,13 +5,12 @@ import { EventEmitter } from 'node:events'
 import { hostname } from 'node:os'
 import type pg from 'pg'
 import type { CacheOutcome } from '../cache/breaker.js'
-import { Cache, endingFacts } from '../cache/cache.js'
-import { dedupFact } from '../cache/keys.js'
+import { Cache } from '../cache/cache.js'
 import { Counters } from '../counters.js'
 import { openPool } from '../db/connection.js'
 import { type Transactional, executorFor } from '../db/executor.js'
 import { channelOf, checkQueueName } from '../db/identifiers.js'
-import { sqlFor } from '../db/sql-files.js'
+import { removeDedupKey } from '../dedup-key-removal.js'
 import { type EffectOutcome, Effects } from '../effects.js'
 import type { Job, JobOwner } from '../job.js'
 import type { Logger } from '../logger.js'
@@ -27,21 +26,11 @@ import { Notifier, listenConfig } from './notifier.js'
 import { Schedules } from './schedules.js'
 import { type ResolvedWorkerOptions, type WorkerOptions, resolveWorkerOptions } from './options.js'
 import { type RunOutcome, Settler } from './settler.js'
+import type { WorkerEvents } from './events.js'
 import { StepBatcher } from './step-batcher.js'
 
 export type { Handler } from './job-runner.js'
-
-/** The Worker's events. */
-export type WorkerEvents<Data, Result> = {
-  /** A job's completion was recorded; `result` is what is stored as `job.result`. */
-  completed: [job: Job<Data>, result: Result]
-  /** An attempt failed and was recorded; `job.state` says what follows: `waiting`/`delayed` (retried) or `failed` (for good). */
-  failed: [job: Job<Data>, error: Error]
-  /** The job ended `cancelled` (`queue.cancelJob` while it ran). */
-  cancelled: [job: Job<Data>]
-  /** Something went wrong outside a handler (a statement failed, a lease was lost). Never crashes the process: see `logger`. */
-  error: [error: Error]
-}
+export type { WorkerEvents } from './events.js'
 
 type State = 'idle' | 'starting' | 'running' | 'closing' | 'closed'
 
@@ -171,9 +160,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
   async removeOwnedDeduplicationKey(key: string, jobId: string, options?: { tx?: Transactional }): Promise<boolean> {
     const { tx } = checkOptions<{ tx?: Transactional }>(options, 'options', ['tx'])
     const execute = executorFor(tx === undefined ? this.pool : tx, 'options.tx', this.opts.preparedStatements)
-    const [row] = await endingFacts(this.cache, () => [dedupFact(this.queue, key)], tx !== undefined,
-      () => execute<{ deleted: boolean }>(sqlFor('remove-dedup-key', this.schema), [this.queue, key, jobId]))
-    return row?.deleted ?? false
+    return (await removeDedupKey(execute, this.cache, this.schema, this.queue, key, jobId, tx !== undefined)).deleted
   }
 
   private notified(payload: string): void {
@@ -211,16 +198,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
       this.runner.refuseNewStarts()
       await this.fetcher.stop()
       await this.runner.stop()
-      if (!(await this.runner.allSettled(this.opts.closeTimeoutMs))) {
-        const still = this.runner.runningJobs()
-        this.logger.warn({ jobs: still.map((h) => h.id) }, 'pgonce: close timed out; aborting running handlers')
-        for (const h of still) {
-          h.abandoned = true
-          h.abort(new Error(`pgonce: worker closed before job ${h.id} finished`))
-        }
-        // A moment for handlers that honour the signal to throw, so that their jobs are released at once.
-        await this.runner.allSettled(Math.min(1_000, Math.max(100, this.opts.closeTimeoutMs / 10)))
-      }
+      await this.runner.finish(this.opts.closeTimeoutMs)
     }
     this.leases.stop()
     this.steps.stop()

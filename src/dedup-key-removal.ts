@@ -1,0 +1,18 @@
+// Removing a dedup key by hand (queue.removeDeduplicationKey, job.removeDeduplicationKey): one statement, with the
+// Redis layer's entry for the key ended around it (src/cache/cache.ts).
+
+import { type Cache, endingFacts } from './cache/cache.js'
+import { dedupFact } from './cache/keys.js'
+import type { Execute } from './db/executor.js'
+import { sqlFor } from './db/sql-files.js'
+
+/**
+ * Deletes key `key` of `queue` (only while job `jobId` owns it, when given); `inCallerTx`: the statement runs in the
+ * caller's transaction. `held`: whether the key was held when it was deleted.
+ */
+export async function removeDedupKey(execute: Execute, cache: Cache | undefined, schema: string, queue: string, key: string,
+  jobId: string | null, inCallerTx: boolean): Promise<{ deleted: boolean; held: boolean }> {
+  const [row] = await endingFacts(cache, () => [dedupFact(queue, key)], inCallerTx,
+    () => execute<{ deleted: boolean; held: boolean }>(sqlFor('remove-dedup-key', schema), [queue, key, jobId]))
+  return row ?? { deleted: false, held: false }
+}
