@@ -96,6 +96,8 @@ interface Slot {
   /** Set just before the harness kills it (SIGKILL now, SIGTERM at the end). */
   killedBy: 'SIGKILL' | 'SIGTERM' | null
   stopped: boolean
+  /** It printed 'ready': its SIGTERM handler is installed (before that, SIGTERM's default action kills it). */
+  ready: boolean
   stderr: string
 }
 
@@ -120,9 +122,12 @@ async function runHarness(): Promise<void> {
   const start = (): Slot => {
     const child = spawn(process.execPath, ['--conditions=development', '--import', 'tsx', file], {
       env: { ...process.env, CHAOS_ROLE: 'worker', CHAOS_URL: withApp(url, workerApp), CHAOS_SCHEMA: schema },
-      stdio: ['ignore', 'ignore', 'pipe'],
+      stdio: ['ignore', 'pipe', 'pipe'],
     })
-    const slot: Slot = { child, killedBy: null, stopped: false, stderr: '' }
+    const slot: Slot = { child, killedBy: null, stopped: false, ready: false, stderr: '' }
+    child.stdout?.on('data', (c: Buffer) => {
+      if (c.toString().includes('ready')) slot.ready = true
+    })
     child.stderr?.on('data', (c: Buffer) => (slot.stderr = (slot.stderr + c.toString()).slice(-4_000)))
     child.on('exit', (code, signal) => {
       const expected = (slot.killedBy === 'SIGKILL' && signal === 'SIGKILL') || (slot.killedBy === 'SIGTERM' && code === 0)
@@ -252,6 +257,10 @@ async function runHarness(): Promise<void> {
       await sleep(250)
     }
     log(left === 0 ? 'drained' : `not drained after 90 s: ${left} jobs still live`)
+    // A worker restarted moments ago may still be loading: SIGTERM before its handler is installed would kill it
+    // (exit by signal, counted as a crash of pgonce's). Wait until each has said it is ready.
+    const readyBy = Date.now() + 20_000
+    while (live().some((s) => !s.ready) && Date.now() < readyBy) await sleep(50)
     for (const s of live()) {
       s.killedBy = 'SIGTERM'
       s.child.kill('SIGTERM')
