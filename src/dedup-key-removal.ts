@@ -1,7 +1,8 @@
 // Removing a dedup key by hand (queue.removeDeduplicationKey, job.removeDeduplicationKey): one statement, with the
-// Redis layer's entry for the key ended around it (src/cache/cache.ts).
+// Redis layer's entry for the key ended around it (src/cache/invalidation.ts).
 
-import { type Cache, endingFacts } from './cache/cache.js'
+import type { Cache } from './cache/cache.js'
+import { endingFacts } from './cache/invalidation.js'
 import { dedupFact } from './cache/keys.js'
 import type { Execute } from './db/executor.js'
 import { sqlFor } from './db/sql-files.js'

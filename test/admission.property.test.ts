@@ -1,4 +1,4 @@
-// Random sequences of adds through every entry point agree, answer by answer and row by row, with one model of DESIGN.md §2.
+// Random sequences of adds through every entry point agree, answer by answer and row by row, with one model of docs/deduplication.md.
 //
 // Entry points: queue.add, queue.add({ tx }) in a transaction that commits or rolls back, queue.addBulk (also in a
 // transaction), add_job() (raising, and with raise_rejection => false) and add_jobs(), through
@@ -72,7 +72,7 @@ const MAX_STEPS = 60
 const PROPERTY_TIMEOUT_MS = 600_000
 
 /**
- * Every cell of the DESIGN.md §2.2 table (and the jobId and dependency rules) that the runs must reach, and what a
+ * Every cell of the decision table of docs/deduplication.md (and the jobId and dependency rules) that the runs must reach, and what a
  * job's end must have done to dependents at least once. Two "not held" cells cannot be reached any more, so they are
  * not required: "no-TTL owner terminal" (the jobs_finished trigger deletes such a key in the same statement as any
  * end, an operator's UPDATE included) and "owner row gone" (a key row goes with its owner: foreign key
@@ -118,7 +118,7 @@ afterAll(async () => {
 })
 
 describe('admission through every entry point', () => {
-  it('agrees with the DESIGN.md §2 model, answer by answer and row by row', async () => {
+  it('agrees with the model of docs/deduplication.md, answer by answer and row by row', async () => {
     const property = fc.asyncProperty(fc.commands([stepArb], { size: 'max', maxCommands: MAX_STEPS, ...(REPLAY === undefined ? {} : { replayPath: REPLAY }) }), async (steps) => {
       run += 1
       const model = new AdmissionModel()

@@ -1,4 +1,4 @@
-// Every cell of the DESIGN.md §2.2 admission table, for plain, extend and replace adds, checked in the database.
+// Every cell of the decision table (docs/deduplication.md), for plain, extend and replace adds, checked in the database.
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { DeduplicationError, type Job, Queue } from '../src/index.js'

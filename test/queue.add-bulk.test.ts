@@ -1,4 +1,4 @@
-// addBulk (DESIGN.md §2.3): one statement, all or nothing, results in input order, no deadlocks between batches.
+// addBulk (docs/deduplication.md#addbulk): one statement, all or nothing, results in input order, no deadlocks between batches.
 
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'

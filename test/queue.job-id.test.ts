@@ -1,4 +1,4 @@
-// jobId idempotency (DESIGN.md §2.1): one live generation per jobId across queues, new generations after terminal.
+// jobId idempotency (docs/deduplication.md#jobid-idempotent-adds): one live generation per jobId across queues, new generations after terminal.
 
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'

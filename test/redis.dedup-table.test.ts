@@ -1,4 +1,4 @@
-// The DESIGN.md §2.2 table with the Redis layer on: every cell, every strategy, run twice side by side (a Queue without redis, one with it) and answered alike, with Redis flushed between adds or not.
+// The decision table of docs/deduplication.md with the Redis layer on: every cell, every strategy, run twice side by side (a Queue without redis, one with it) and answered alike, with Redis flushed between adds or not.
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { DeduplicationError, type Job, Queue } from '../src/index.js'

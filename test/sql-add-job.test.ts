@@ -1,4 +1,4 @@
-// <schema>.add_job() from plain SQL and queue.add give the same answers to the same sequence (DESIGN.md §2.4).
+// <schema>.add_job() from plain SQL and queue.add give the same answers to the same sequence (docs/deduplication.md#from-sql).
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { DeduplicationError, type JobOptions, Queue, ValidationError } from '../src/index.js'
@@ -34,7 +34,7 @@ type Adder = (spec: Spec, dependsOn: string[] | undefined, jobId: string | undef
 
 const MISSING_ID = '999999999999'
 
-// Every rule of DESIGN.md §2.1-2.2 that can be reached without a worker.
+// Every rule of docs/deduplication.md's jobId rules and decision table that can be reached without a worker.
 const STEPS: Step[] = [
   { add: { name: 'plain', data: { n: 0 } } },
   { add: { name: 'id', data: { n: 1 }, jobId: 'j1' } },

@@ -1,4 +1,4 @@
-// add/addBulk with the caller's `tx` (DESIGN.md §4): the job exists only if the caller commits; pgonce sends no BEGIN/COMMIT.
+// add/addBulk with the caller's `tx` (docs/deduplication.md#inside-your-transaction): the job exists only if the caller commits; pgonce sends no BEGIN/COMMIT.
 
 import { CompiledQuery, Kysely, PostgresDialect } from 'kysely'
 import pg from 'pg'

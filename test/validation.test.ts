@@ -1,4 +1,4 @@
-// Bad input (DESIGN.md §8): every case is a ValidationError with its code and field, before any I/O, writing nothing.
+// Bad input (docs/validation.md): every case is a ValidationError with its code and field, before any I/O, writing nothing.
 
 import { randomBytes } from 'node:crypto'
 import pg from 'pg'

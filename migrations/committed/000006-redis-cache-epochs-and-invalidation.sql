@@ -1,8 +1,8 @@
 --! Previous: sha1:9a011953af50400878be22a6f6d4a0db63d48cad
---! Hash: sha1:99e7f36a7501a5b8345c38659a460b0ba6d61a6b
+--! Hash: sha1:cd7368857a7fe5d6540bd3f3fbb8a1ed47e4e589
 --! Message: redis cache epochs and invalidation
 
--- The optional Redis layer's invalidation (docs/redis.md; the whole argument is in src/cache/cache.ts): Postgres says
+-- The optional Redis layer's invalidation (docs/redis.md; the whole argument is in src/cache/invalidation.ts): Postgres says
 -- when a fact the cache may hold has ended, whoever ended it (pgonce with or without Redis, psql, another program).
 --
 -- Every cache identity ('k <queue> <key>' for a dedup key, 'e <key>' for a ledger row, 'c <key>' for a runOnce

@@ -60,7 +60,7 @@ const WARN_EVERY_MS = 10_000
  * {@link FAILURES_TO_OPEN} commands in a row have failed and nothing succeeded for {@link QUIET_MS}: a dead Redis does
  * not add its timeout to every call. After the open period one command probes; its success closes the breaker. A
  * command that timed out may still run later in Redis; every write of the layer is safe to apply late (see
- * src/cache/cache.ts).
+ * src/cache/invalidation.ts).
  */
 export class RedisGate {
   readonly outcomes = new Counters<CacheOutcome>(countInto('cache'))

@@ -53,7 +53,7 @@ async function admitKeyed(t: AdmissionTarget, scope: CacheScope, req: AddRequest
     if (hit !== null) return hit
   }
   const ending = req.extend || req.replace
-  const held = ending && (await cache.hold([fact.bucket]))
+  const held = ending && (await cache.invalidation.hold([fact.bucket]))
   try {
     if (scope.inCallerTx) return await inPostgres()
     const sent = cache.clock.mark()
@@ -61,14 +61,14 @@ async function admitKeyed(t: AdmissionTarget, scope: CacheScope, req: AddRequest
     const answer = row as CachedAnswerRow
     const admission = admissionFromAnswer(answer, req, t.queue)
     cache.clock.sample(sent, answer.cache_now_ms)
-    if (answer.cache_will_bump === true) await cache.publish([fact.bucket])
+    if (answer.cache_will_bump === true) await cache.invalidation.publish([fact.bucket])
     const repeat = admission.error === null && admission.outcome !== 'added' && admission.outcome !== 'replaced'
     if (repeat && answer.cache_owned === true && answer.cache_expires_ms !== null && answer.cache_now_ms !== null) {
       cache.remember(fact, Number(answer.cache_epoch), entryOf(admission), Number(answer.cache_expires_ms), Number(answer.cache_now_ms))
     }
     return admission
   } finally {
-    if (held && !scope.inCallerTx) await cache.release([fact.bucket])
+    if (held && !scope.inCallerTx) await cache.invalidation.release([fact.bucket])
   }
 }
 

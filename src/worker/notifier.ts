@@ -13,20 +13,6 @@ export interface NotifierEvents {
   onError(err: Error): void
 }
 
-/**
- * The LISTEN connection's settings: the pool's own (or `connectionString` when it must go elsewhere, e.g. straight to
- * PostgreSQL past a transaction-mode pooler), with keepalives so that a silently dropped connection is noticed.
- */
-export function listenConfig(pool: pg.Pool, connectionString: string | null, workerId: string): pg.ClientConfig {
-  return {
-    connectionTimeoutMillis: 10_000,
-    ...(connectionString === null ? (pool as unknown as { options: pg.ClientConfig }).options : { connectionString }),
-    application_name: `pgonce-listener ${workerId}`,
-    keepAlive: true,
-    keepAliveInitialDelayMillis: 10_000,
-  }
-}
-
 const FIRST_RETRY_MS = 50
 const MAX_RETRY_MS = 5_000
 

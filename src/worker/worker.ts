@@ -22,7 +22,8 @@ import { Housekeeping } from './housekeeping.js'
 import { type Handler, JobRunner } from './job-runner.js'
 import { JobStore } from './job-store.js'
 import { Leases } from './leases.js'
-import { Notifier, listenConfig } from './notifier.js'
+import { Notifier } from './notifier.js'
+import { listenConfig } from '../db/listen-config.js'
 import { Schedules } from './schedules.js'
 import { type ResolvedWorkerOptions, type WorkerOptions, resolveWorkerOptions } from './options.js'
 import { type RunOutcome, Settler } from './settler.js'
@@ -112,7 +113,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
     const services = { pool, store, effects: this.effects, retryLaterMs: resolved.retryLaterMs, logger: this.logger }
     this.runner = new JobRunner<Data, Result>(handler, resolved.concurrency, resolved.batchSize, services, settler,
       this.steps, this, { capacityChanged: () => this.fetcher.pump(), reportError: report }, this.logger)
-    this.notifier = new Notifier(listenConfig(pool, resolved.listenConnectionString, this.id), channelOf(this.schema), this.schema, this.queue, {
+    this.notifier = new Notifier(listenConfig(pool, resolved.listenConnectionString, `pgonce-listener ${this.id}`), channelOf(this.schema), this.schema, this.queue, {
       onNotify: (payload) => this.notified(payload),
       onReconnect: () => this.fetcher.wake(),
       onError: report,

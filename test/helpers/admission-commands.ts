@@ -109,7 +109,7 @@ function describeAnswer(a: Answer | BatchAnswer): string {
   return `${a.outcome} #${a.job} ${a.state}`
 }
 
-/** How often each situation (DESIGN.md §2.2 cell) met each entry point, over all runs of the file. */
+/** How often each situation (decision-table cell, docs/deduplication.md) met each entry point, over all runs of the file. */
 export const coverage = new Map<string, number>()
 
 function tally(cell: string, path: string): void {

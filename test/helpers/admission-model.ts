@@ -1,8 +1,8 @@
-// The reference model of DESIGN.md §2 (jobId generations, dedup keys with TTL/extend/replace, addBulk) and of what a
+// The reference model of docs/deduplication.md (jobId generations, dedup keys with TTL/extend/replace, addBulk) and of what a
 // job's end does to its key and its dependents, in plain TypeScript.
 //
 // One model for every entry point: queue.add, queue.add in a transaction, queue.addBulk, add_job() and add_jobs(); a
-// batch is always its items one after another (DESIGN.md §2.3). Jobs carry model ids (1, 2, …, in the order the model
+// batch is always its items one after another (docs/deduplication.md#addbulk). Jobs carry model ids (1, 2, …, in the order the model
 // creates them); the property test maps real `job.id`s onto them.
 //
 // States: pending = waiting, delayed, waiting-children, claimed (a worker holds it, its handler not started); live =
@@ -16,7 +16,7 @@
 // hand, or superseded by a replace) takes its key rows and its dependency edges (both ways) with it; if it had not
 // completed, its dependents still in waiting-children fail first ('dependency <id> was removed').
 //
-// Where DESIGN.md is silent the model follows add_job() (migrations/committed/000004-one-home-for-every-rule.sql), and
+// Where the docs are silent the model follows add_job() (migrations/committed/000004-one-home-for-every-rule.sql), and
 // says so:
 //  - a dependsOn naming a job that does not exist is rejected before the jobId rule is looked at;
 //  - every dependency edge is recorded, blocking or not: a live job whose dependsOn named the owner is a "live
@@ -25,8 +25,9 @@
 //    ended failed', the first such parent of its dependsOn named), as its waiting siblings did when that parent ended;
 //  - extend on a held key without TTL gives the key a TTL (expires_at = now() + ttl);
 //  - a deleted parent neither blocks a promotion nor satisfies a dependency check (its edges are gone).
-// DESIGN.md's last §2.2 row covers one more case: a replace whose dependsOn names the pending owner it would supersede
-// is rejected with REPLACE_HAS_DEPENDENTS (the new job would be that owner's live dependent).
+// The decision table's last row (docs/deduplication.md) covers one more case: a replace whose dependsOn names the
+// pending owner it would supersede is rejected with REPLACE_HAS_DEPENDENTS (the new job would be that owner's live
+// dependent).
 
 export type JobState =
   | 'waiting' | 'delayed' | 'waiting-children' | 'claimed' | 'active' | 'completed' | 'failed' | 'cancelled'
@@ -168,7 +169,7 @@ export class AdmissionModel {
     return [...this.s.keys.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
   }
 
-  /** DESIGN.md §2.2: held when the row exists, its owner row exists, and it has not expired or (no TTL) the owner is live. */
+  /** docs/deduplication.md, decision table: held when the row exists, its owner row exists, and it has not expired or (no TTL) the owner is live. */
   heldOwner(key: string): number | null {
     const k = this.s.keys.get(key)
     if (k === undefined) return null
@@ -187,7 +188,7 @@ export class AdmissionModel {
   }
 
   /**
-   * Which row and column of the DESIGN.md §2.2 table an add meets (plus the jobId rule), without changing anything:
+   * Which row and column of the decision table of docs/deduplication.md an add meets (plus the jobId rule), without changing anything:
    * the property test counts these to show that every cell was reached.
    */
   situation(req: ModelAdd): string {
@@ -230,8 +231,8 @@ export class AdmissionModel {
   }
 
   /**
-   * A replace that would supersede (delete) the pending owner its own dependsOn names: rejected as DESIGN.md's
-   * "owner has a live dependent".
+   * A replace that would supersede (delete) the pending owner its own dependsOn names: rejected as the decision
+   * table's "owner has a live dependent" (docs/deduplication.md).
    */
   supersedesOwnDependency(req: ModelAdd): boolean {
     if (req.dedup?.replace !== true || req.dependsOn === undefined) return false
