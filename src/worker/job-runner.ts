@@ -97,8 +97,8 @@ export class JobRunner<Data, Result> {
   }
 
   /**
-   * Starts buffered jobs on the free slots. Each start joins the worker's next step (see StepBatcher), which also
-   * completes the handlers that just finished, so that a turn of fast jobs costs one round trip.
+   * Starts buffered jobs on the free slots. The starts asked for in one turn of the event loop share one statement
+   * (see StepBatcher), so that a turn of fast jobs costs one round trip.
    */
   private fill(): void {
     if (!this.accepting) return
