@@ -72,10 +72,10 @@ export function resultJson(value: unknown, logger: Logger, jobId: string): strin
 
 export class HeldJob<Data> implements JobContext {
   /**
-   * buffered: claimed ahead, not started; starting: in a start statement; running: handler running; settling: handler
-   * done, outcome being written.
+   * buffered: claimed ahead, not started; starting: in a start statement; started: active, waiting for a free slot (the
+   * start window, see JobRunner); running: handler running; settling: handler done, outcome being written.
    */
-  phase: 'buffered' | 'starting' | 'running' | 'settling' = 'buffered'
+  phase: 'buffered' | 'starting' | 'started' | 'running' | 'settling' = 'buffered'
   /** A heartbeat (or a refused write) found the lease taken over: nothing this worker writes about the job will apply. */
   lost = false
   /** Set once `ctx.transaction` is committing or has committed the completion. */

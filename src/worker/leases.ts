@@ -26,12 +26,12 @@ export class Leases<Data> {
     this.timer = undefined
   }
 
-  /** Extends the lease of every held job (claimed ahead or running) whose outcome is not being written. */
+  /** Extends the lease of every held job (claimed ahead, started or running) whose outcome is not being written. */
   async beat(): Promise<void> {
     if (this.beating) return
     const sent: HeldJob<Data>[] = []
     for (const h of this.held.values()) {
-      if (!h.lost && h.completion === null && !h.abandoned && (h.phase === 'buffered' || h.phase === 'running')) sent.push(h)
+      if (!h.lost && h.completion === null && !h.abandoned && h.phase !== 'starting' && h.phase !== 'settling') sent.push(h)
     }
     if (sent.length === 0) return
     this.beating = true

@@ -32,6 +32,14 @@ export class Pace {
     this.since = now
   }
 
+  /**
+   * Jobs the handlers finish, at their current pace, within `ms` (rounded down, at most `max`): how many jobs the
+   * worker may start ahead of a free slot while each of them still waits no longer than `ms` for one.
+   */
+  finishedWithin(ms: number, max: number): number {
+    return Math.min(max, Math.floor(this.jobsPerMs * ms))
+  }
+
   /** Jobs worth holding beyond the free slots: at least one, at most `max`. */
   prefetch(max: number): number {
     return Math.min(max, Math.max(1, Math.ceil(this.jobsPerMs * this.claimMs * 2)))

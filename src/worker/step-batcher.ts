@@ -48,6 +48,8 @@ export class StepBatcher {
   private startsInFlight = 0
   private startPlanned = false
   private startRetryMs = 100
+  /** Mean latency of the start statements (moving average, ms; 0 until one returned). */
+  startMs = 0
   /** Set by stop(): nothing more is written. */
   stopped = false
 
@@ -101,8 +103,11 @@ export class StepBatcher {
     if (this.stopped || this.starts.length === 0) return
     const batch = this.starts.splice(0, MAX_BATCH)
     this.startsInFlight++
+    const sent = performance.now()
     try {
       const changed = await this.store.step([], batch)
+      const ms = performance.now() - sent
+      this.startMs = this.startMs === 0 ? ms : (ms + this.startMs) / 2
       this.startRetryMs = 100
       for (const p of batch) p.settle(changed.get(p.token)?.attempts ?? null)
     } catch (err) {
