@@ -572,6 +572,14 @@ begin
 end
 $function$;
 
+CREATE OR REPLACE FUNCTION pgonce._due_at(p_delay_ms bigint)
+ RETURNS timestamp with time zone
+ LANGUAGE sql
+ STABLE PARALLEL SAFE
+AS $function$
+  select now() + make_interval(secs => coalesce(p_delay_ms, 0) / 1000.0)
+$function$;
+
 CREATE OR REPLACE FUNCTION pgonce._holds_lease(state text)
  RETURNS boolean
  LANGUAGE sql
@@ -617,9 +625,7 @@ begin
   insert into "pgonce".jobs
     (id, queue, name, data, job_id, dedup_key, state, run_at, priority, max_attempts, backoff, trace_context)
   select nextval('"pgonce".job_ids'), p_queue, i.name, coalesce(i.data, '{}'::jsonb), i.job_id, i.dedup_id,
-    case when coalesce(i.blocked, false) then 'waiting-children'
-         when coalesce(i.delay_ms, 0) > 0 then 'delayed' else 'waiting' end,
-    now() + make_interval(secs => coalesce(i.delay_ms, 0) / 1000.0),
+    "pgonce"._new_job_state(i.blocked, i.delay_ms), "pgonce"._due_at(i.delay_ms),
     coalesce(i.priority, d.priority), coalesce(i.max_attempts, d.max_attempts), i.backoff, i.trace_context
   from (
     select * from unnest(p_names, p_datas, p_job_ids, p_dedup_ids, p_delays_ms, p_priorities, p_max_attempts,
@@ -705,6 +711,15 @@ CREATE OR REPLACE FUNCTION pgonce._key_held(expires_at timestamp with time zone,
 AS $function$
   select owner_state is not null
      and (expires_at > now() or (expires_at is null and "pgonce"._is_live(owner_state)))
+$function$;
+
+CREATE OR REPLACE FUNCTION pgonce._new_job_state(p_blocked boolean, p_delay_ms bigint)
+ RETURNS text
+ LANGUAGE sql
+ IMMUTABLE PARALLEL SAFE
+AS $function$
+  select case when coalesce(p_blocked, false) then 'waiting-children'
+              when coalesce(p_delay_ms, 0) > 0 then 'delayed' else 'waiting' end
 $function$;
 
 CREATE OR REPLACE FUNCTION pgonce._promote_or_fail_dependents(p_parent bigint, p_parent_state text)

@@ -53,6 +53,8 @@
 //                         -> queue.addBulk([jobId:j1]): another queue's getJob finds it
 //   000004 add_jobs()     replace dropped when extend is also set (SQL callers only)
 //                         -> add_job(key:k1 ttl), add_jobs([key:k1(extend:true,replace)]): 'extended', the model 'replaced'
+//   sql/add-plain-job.sql  default priority + 1; state always 'waiting' (each tried alone, in place, at 000007)
+//                         -> queue.add push n1: the answer or the row differs from the model ('added' #1 waiting)
 
 import fc from 'fast-check'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'

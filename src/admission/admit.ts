@@ -1,9 +1,9 @@
-// Sends validated adds to the database: one through add_job(), a plain batch through _insert_jobs(), any other batch through _add_jobs().
+// Sends validated adds to the database: a plain one by sql/add-plain-job.sql, any other one through add_job(), a plain batch through _insert_jobs(), any other batch through _add_jobs().
 
 import { prepared } from '../db/prepared.js'
 import type { Execute } from '../db/executor.js'
 import { type AdmissionRow, type AnswerRow, type PlainBulkRow, admissionFromAnswer, plainAdmissions } from './answers.js'
-import { addJobParams, addJobsParams, addPlainJobsParams } from './params.js'
+import { addJobParams, addJobsParams, addPlainJobParams, addPlainJobsParams } from './params.js'
 import { type AddRequest, isPlain } from './request.js'
 
 /** Where the add statements run: the caller's executor, for one queue of one schema. */
@@ -24,8 +24,14 @@ export function admitOne(t: AdmissionTarget, req: AddRequest): Promise<Admission
   return admitInPostgres(t, req)
 }
 
+/**
+ * A plain add (nothing to decide) takes its own statement, which applies add_job()'s rules without its plpgsql layers
+ * (measured in sql/add-plain-job.sql); every other add goes through add_job(), the function SQL callers use.
+ */
 async function admitInPostgres(t: AdmissionTarget, req: AddRequest): Promise<AdmissionRow> {
-  const [row] = await t.execute<AnswerRow>(prepared('add-job', t.schema), addJobParams(t.queue, req))
+  const [row] = isPlain(req)
+    ? await t.execute<AnswerRow>(prepared('add-plain-job', t.schema), addPlainJobParams(t.queue, req))
+    : await t.execute<AnswerRow>(prepared('add-job', t.schema), addJobParams(t.queue, req))
   return admissionFromAnswer(row as AnswerRow, req, t.queue)
 }
 

@@ -1,4 +1,4 @@
-// The bound parameters of the add statements (sql/add-job.sql, sql/add-jobs.sql, sql/add-plain-jobs.sql) for validated requests.
+// The bound parameters of the add statements (sql/add-job.sql, sql/add-plain-job.sql, sql/add-jobs.sql, sql/add-plain-jobs.sql) for validated requests.
 
 import type { AddRequest } from './request.js'
 
@@ -8,6 +8,11 @@ const backoffJson = (r: AddRequest): string | null => (r.backoff === null ? null
 export function addJobParams(queue: string, r: AddRequest): unknown[] {
   return [queue, r.name, r.dataJson, r.jobId, r.dedupId, r.dedupTtlMs, r.extend, r.replace,
     r.delayMs, r.priority, r.attempts, backoffJson(r), r.dependsOn, r.traceContext]
+}
+
+/** sql/add-plain-job.sql: one plain add. */
+export function addPlainJobParams(queue: string, r: AddRequest): unknown[] {
+  return [queue, r.name, r.dataJson, r.delayMs, r.priority, r.attempts, backoffJson(r), r.traceContext]
 }
 
 /** sql/add-plain-jobs.sql: plain items, one array per column. */
