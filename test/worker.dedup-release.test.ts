@@ -33,10 +33,13 @@ function gatedWorker(gates: Map<string, Promise<void>>) {
 
 describe('no-TTL dedup keys and the worker', () => {
   it('completion releases the key its job owns: the next add is a new job', async () => {
-    const worker = gatedWorker(new Map())
+    // Held until the key's owner was checked: an idle worker otherwise completes it within a few ms of the add.
+    let openA!: () => void
+    const worker = gatedWorker(new Map([['a', new Promise<void>((r) => (openA = r))]]))
     try {
       const a = await queue.add('k', { v: 'a' }, { deduplication: { id: 'k1' } })
       expect(await keyOwner('k1')).toBe(a.id)
+      openA()
       await waitForState(db, a.id, 'completed')
       expect(await keyOwner('k1')).toBeUndefined()
       const b = await queue.add('k', { v: 'b' }, { deduplication: { id: 'k1' } })
