@@ -1,9 +1,8 @@
-// Worker: the coordinator that wires the claim loop, the job runner, outcomes, leases and housekeeping, and owns start and close.
+// Worker: the coordinator that wires the claim loop, the job runner, outcomes, leases and housekeeping; lifecycle.ts starts and stops them in order.
 
 import { randomBytes } from 'node:crypto'
 import { EventEmitter } from 'node:events'
 import { hostname } from 'node:os'
-import type pg from 'pg'
 import type { CacheOutcome } from '../cache/breaker.js'
 import { Cache } from '../cache/cache.js'
 import { Counters } from '../counters.js'
@@ -14,12 +13,12 @@ import { removeDedupKey } from '../dedup-key-removal.js'
 import { type EffectOutcome, Effects } from '../effects.js'
 import type { Job, JobOwner } from '../job.js'
 import type { Logger } from '../logger.js'
-import { migrateUntilDone } from '../migrate/runner.js'
 import { checkOptions, fail } from '../validate.js'
 import { ErrorReporter } from './error-reporter.js'
 import { Fetcher } from './fetcher.js'
 import { Housekeeping } from './housekeeping.js'
 import { type Handler, JobRunner } from './job-runner.js'
+import { type WorkerParts, startParts, stopParts } from './lifecycle.js'
 import { JobStore } from './job-store.js'
 import { Leases } from './leases.js'
 import { Notifier } from './notifier.js'
@@ -59,20 +58,11 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
   readonly runOutcomes: Counters<RunOutcome>
   /** The outcomes of this worker's ctx.effect and ctx.runOnce calls (ran, duplicate-done, …), for metrics. */
   readonly effectOutcomes: Counters<EffectOutcome>
-  private readonly cache: Cache | undefined
   private readonly opts: ResolvedWorkerOptions
   private readonly logger: Logger
-  private readonly pool: pg.Pool
-  private readonly ownsPool: boolean
-  private readonly effects: Effects
-  private readonly notifier: Notifier
-  private readonly fetcher: Fetcher
-  private readonly runner: JobRunner<Data, Result>
-  private readonly steps: StepBatcher
-  private readonly leases: Leases<Data>
-  private readonly housekeeping: Housekeeping
-  private readonly schedules: Schedules
   private readonly errors: ErrorReporter
+  /** Everything the worker runs on; lifecycle.ts starts and stops it in order. */
+  private readonly parts: WorkerParts<Data, Result>
   private state: State = 'idle'
   private started: Promise<void> | undefined
   private closing: Promise<void> | undefined
@@ -83,55 +73,56 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
     if (typeof handler !== 'function') fail('INVALID_TYPE', 'handler', 'must be a function')
     const { resolved, connection } = resolveWorkerOptions(options)
     this.opts = resolved
-    this.schema = resolved.schema
+    const schema = (this.schema = resolved.schema)
     this.id = `${hostname().slice(0, 24)}:${process.pid}:${randomBytes(3).toString('hex')}`
     this.logger = resolved.logger.child({ component: 'pgonce.worker', queue: this.queue, worker: this.id })
     this.errors = new ErrorReporter((err) => this.listenerCount('error') > 0 && this.emit('error', err), this.logger, resolved.silent)
     const report = (err: Error): void => this.errors.report(err)
     const { pool, owned } = openPool(connection, this.logger, resolved.poolSize)
-    this.pool = pool
-    this.ownsPool = owned
-    const store = new JobStore(pool, this.schema, this.queue, this.id, resolved.leaseMs, resolved.preparedStatements)
-    this.cache = resolved.redis === undefined ? undefined
-      : new Cache({ redis: resolved.redis, pool, schema: this.schema, named: resolved.preparedStatements,
+    const store = new JobStore(pool, schema, this.queue, this.id, resolved.leaseMs, resolved.preparedStatements)
+    const cache = resolved.redis === undefined ? undefined
+      : new Cache({ redis: resolved.redis, pool, schema, named: resolved.preparedStatements,
         listenConnectionString: resolved.listenConnectionString, logger: this.logger })
-    this.cacheOutcomes = this.cache?.outcomes ?? new Counters<CacheOutcome>()
-    this.effects = new Effects({ pool, schema: this.schema, logger: resolved.logger, migrate: false, preparedStatements: resolved.preparedStatements },
-      { cache: this.cache, queue: this.queue })
-    this.steps = new StepBatcher(store, report, this.logger)
-    const settler = new Settler<Data, Result>(store, this.steps, {
+    this.cacheOutcomes = cache?.outcomes ?? new Counters<CacheOutcome>()
+    const effects = new Effects({ pool, schema, logger: resolved.logger, migrate: false, preparedStatements: resolved.preparedStatements },
+      { cache, queue: this.queue })
+    const steps = new StepBatcher(store, report, this.logger)
+    const settler = new Settler<Data, Result>(store, steps, {
       owner: this,
       completed: (job, result) => this.emit('completed', job, result),
       failed: (job, err) => this.emit('failed', job, err),
       cancelled: (job) => this.emit('cancelled', job),
       reportError: report,
-      requeued: (ms) => (ms > 0 ? this.fetcher.wakeIn(ms) : this.fetcher.wake()),
+      requeued: (ms) => (ms > 0 ? fetcher.wakeIn(ms) : fetcher.wake()),
       closed: () => this.state === 'closed',
     }, this.logger, this.queue)
     this.runOutcomes = settler.outcomes
-    this.effectOutcomes = this.effects.outcomes
-    const services = { pool, store, effects: this.effects, retryLaterMs: resolved.retryLaterMs, logger: this.logger }
-    this.runner = new JobRunner<Data, Result>(handler, resolved.concurrency, resolved.batchSize, services, settler,
-      this.steps, this, { capacityChanged: () => this.fetcher.pump(), reportError: report }, this.logger)
-    this.notifier = new Notifier(listenConfig(pool, resolved.listenConnectionString, `pgonce-listener ${this.id}`), channelOf(this.schema), this.schema, this.queue, {
+    this.effectOutcomes = effects.outcomes
+    const services = { pool, store, effects, retryLaterMs: resolved.retryLaterMs, logger: this.logger }
+    const runner = new JobRunner<Data, Result>(handler, resolved.concurrency, resolved.batchSize, services, settler,
+      steps, this, { capacityChanged: () => fetcher.pump(), reportError: report }, this.logger)
+    const notifier = new Notifier(listenConfig(pool, resolved.listenConnectionString, `pgonce-listener ${this.id}`), channelOf(schema), schema, this.queue, {
       onNotify: (payload) => this.notified(payload),
-      onReconnect: () => this.fetcher.wake(),
+      onReconnect: () => fetcher.wake(),
       onError: report,
     }, this.logger)
-    this.fetcher = new Fetcher(store, this.notifier, {
-      demand: () => this.runner.demand(),
-      claimed: (rows, demand, ms) => this.runner.claimed(rows, demand, ms),
+    const fetcher = new Fetcher(store, notifier, {
+      demand: () => runner.demand(),
+      claimed: (rows, demand, ms) => runner.claimed(rows, demand, ms),
       reportError: report,
     }, resolved.pollIntervalMs, this.logger)
-    this.leases = new Leases<Data>(store, this.runner.held, resolved.heartbeatMs, report, this.logger)
-    this.housekeeping = new Housekeeping(pool, this.schema, resolved.maintenanceIntervalMs, resolved.logger, report)
-    this.schedules = new Schedules(pool, this.schema, this.queue, resolved.pollIntervalMs, this.logger, report)
+    this.parts = {
+      pool, ownsPool: owned, schema, cache, effects, notifier, fetcher, runner, steps,
+      leases: new Leases<Data>(store, runner.held, resolved.heartbeatMs, report, this.logger),
+      housekeeping: new Housekeeping(pool, schema, resolved.maintenanceIntervalMs, resolved.logger, report),
+      schedules: new Schedules(pool, schema, this.queue, resolved.pollIntervalMs, this.logger, report),
+    }
     if (resolved.autorun) this.run().catch(() => {})
   }
 
   /** Backend pid of the LISTEN connection, null while it is down. */
   get listenerPid(): number | null {
-    return this.notifier.pid
+    return this.parts.notifier.pid
   }
 
   /**
@@ -160,56 +151,31 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
   /** @internal Used by `job.removeDeduplicationKey()`: deletes the key only if job `jobId` owns it, in `tx` if given. */
   async removeOwnedDeduplicationKey(key: string, jobId: string, options?: { tx?: Transactional }): Promise<boolean> {
     const { tx } = checkOptions<{ tx?: Transactional }>(options, 'options', ['tx'])
-    const execute = executorFor(tx === undefined ? this.pool : tx, 'options.tx', this.opts.preparedStatements)
-    return (await removeDedupKey(execute, this.cache, this.schema, this.queue, key, jobId, tx !== undefined)).deleted
+    const execute = executorFor(tx === undefined ? this.parts.pool : tx, 'options.tx', this.opts.preparedStatements)
+    return (await removeDedupKey(execute, this.parts.cache, this.schema, this.queue, key, jobId, tx !== undefined)).deleted
   }
 
   private notified(payload: string): void {
-    if (payload === this.queue) this.fetcher.wake()
+    if (payload === this.queue) this.parts.fetcher.wake()
     // queue.cancelJob on a running job: the next heartbeat would tell; beat now.
-    else if (payload.startsWith('!cancel ')) void this.leases.beat()
-    else if (payload === `!schedulers ${this.queue}`) this.schedules.changed()
+    else if (payload.startsWith('!cancel ')) void this.parts.leases.beat()
+    else if (payload === `!schedulers ${this.queue}`) this.parts.schedules.changed()
   }
 
   private async start(): Promise<void> {
     if (this.state !== 'idle') return
     this.state = 'starting'
-    if (this.opts.migrate) {
-      await migrateUntilDone({ pool: this.pool, schema: this.schema, logger: this.opts.logger },
-        () => this.state !== 'starting', (err) => this.errors.report(err))
-    }
-    if (this.state !== 'starting') return
-    await this.cache?.start()
-    // LISTEN before the first claim, so that nothing added in between goes unnoticed.
-    if (this.opts.listen) await this.notifier.start()
-    if (this.state !== 'starting') return
+    const aborted = (): boolean => this.state !== 'starting'
+    if (!(await startParts(this.parts, this.opts, this.opts.logger, aborted, (err) => this.errors.report(err)))) return
     this.state = 'running'
-    this.leases.start()
-    this.housekeeping.start()
-    this.schedules.start()
-    this.fetcher.start()
     this.logger.info({ concurrency: this.opts.concurrency, batchSize: this.opts.batchSize }, 'pgonce: worker started')
   }
 
   private async shutdown(): Promise<void> {
     const wasRunning = this.state === 'running' || this.state === 'starting'
     this.state = 'closing'
-    if (wasRunning) {
-      await this.started?.catch(() => {})
-      this.runner.refuseNewStarts()
-      await this.fetcher.stop()
-      await this.runner.stop()
-      await this.runner.finish(this.opts.closeTimeoutMs)
-    }
-    this.leases.stop()
-    this.steps.stop()
-    this.state = 'closed'
-    await this.housekeeping.stop()
-    await this.schedules.stop()
-    await this.notifier.stop()
-    await this.effects.close()
-    await this.cache?.close()
-    if (this.ownsPool) await this.pool.end()
+    if (wasRunning) await this.started?.catch(() => {})
+    await stopParts(this.parts, wasRunning, this.opts.closeTimeoutMs, () => (this.state = 'closed'))
     this.logger.info('pgonce: worker closed')
   }
 }
