@@ -65,4 +65,46 @@ describe('the start window', () => {
     expect(started.length).toBeGreaterThan(10)
     expect(Math.max(...started), `jobs started per statement: ${started.join(' ')}`).toBeLessThanOrEqual(2)
   }, 90_000)
+
+  it('a job started ahead whose slot a slow handler holds goes back to the queue (run not counted), and runs once later', async () => {
+    // 400 fast jobs (the pace opens the window), then one that blocks the only slot, then 10 more: those the window
+    // started behind the blocking one must not stay active while it runs.
+    await db.pool.query(
+      `insert into "${db.schema}".jobs (queue, name, data)
+       select 'mixed', 'n', jsonb_build_object('v', case when g <= 400 then 'fast' when g = 401 then 'block' else 'after' end)
+       from generate_series(1, 411) g`)
+    let open!: () => void
+    const gate = new Promise<void>((resolve) => (open = resolve))
+    const runs = new Map<string, number>()
+    const worker = new Worker<{ v: string }>('mixed', async (job) => {
+      runs.set(job.id, (runs.get(job.id) ?? 0) + 1)
+      if (job.data.v === 'block') await gate
+    }, { connectionString: db.url, schema: db.schema, concurrency: 1, batchSize: 100, pollIntervalMs: 100, maintenanceIntervalMs: 0, migrate: false })
+    const active = async (): Promise<number> => (await db.pool.query(
+      `select count(*)::int as n from "${db.schema}".jobs where queue = 'mixed' and state = 'active'`)).rows[0].n
+    try {
+      await waitFor(async () => (await db.pool.query(
+        `select 1 from "${db.schema}".jobs where queue = 'mixed' and data->>'v' = 'block' and state = 'active'`)).rowCount === 1,
+      30_000, 'the blocking job to start')
+      // The bound is max(50 ms, four start round trips); then the release, and the pace settling.
+      await new Promise((resolve) => setTimeout(resolve, 600))
+      const samples: number[] = []
+      for (let i = 0; i < 16; i++) {
+        samples.push(await active())
+        await new Promise((resolve) => setTimeout(resolve, 25))
+      }
+      expect(samples, 'jobs active while the only slot is blocked').toEqual(samples.map(() => 1))
+      open()
+      await waitFor(async () => (await db.pool.query(
+        `select count(*)::int as n from "${db.schema}".jobs where queue = 'mixed' and state = 'completed'`)).rows[0].n === 411,
+      30_000, 'every job to complete')
+      expect(runs.size).toBe(411)
+      expect([...runs.values()].every((n) => n === 1)).toBe(true)
+      const { rows } = await db.pool.query(`select max(attempts)::int as n from "${db.schema}".jobs where queue = 'mixed'`)
+      expect(rows[0].n).toBe(1)
+    } finally {
+      open()
+      await worker.close()
+    }
+  }, 90_000)
 })

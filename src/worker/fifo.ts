@@ -23,6 +23,11 @@ export class Fifo<T> {
     return item
   }
 
+  /** The first item, left in place. */
+  peek(): T | undefined {
+    return this.items[this.head]
+  }
+
   /** Puts an item back at the front. */
   unshift(item: T): void {
     if (this.head > 0) this.items[--this.head] = item

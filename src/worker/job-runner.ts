@@ -7,9 +7,13 @@ import type { Demand } from './fetcher.js'
 import { Fifo } from './fifo.js'
 import { type ClaimedRow, claimedToJobRow } from './job-store.js'
 import { Pace } from './pace.js'
+import { StartedAhead } from './started-ahead.js'
 import type { Settler } from './settler.js'
 import type { StepBatcher } from './step-batcher.js'
 import { RunTelemetry } from '../telemetry/run-telemetry.js'
+
+/** How long a job started ahead may wait for a slot at least (the bound is four start round trips, or this). */
+const MIN_AHEAD_MS = 50
 
 /** Processes one job; its return value is stored as the job's result (JSON). */
 export type Handler<Data, Result> = (job: Job<Data>, ctx: JobContext) => Result | Promise<Result>
@@ -26,20 +30,20 @@ export interface RunnerHost {
  * not return (superseded by a replace, cancelled, removed, or its lease taken over) is dropped without running.
  *
  * The start window: a start costs a round trip, and a slot waiting for it idles. So the worker starts (and a claim
- * makes active) as many jobs beyond the free slots as its handlers finish within one start round trip at their current
- * pace (Pace.finishedWithin), at most `batchSize`; started jobs wait for a slot in `ready`. A job is therefore active
- * no longer than about one start round trip before its handler runs, the time its own start statement would have
- * taken; slow handlers get no window (fewer than one job finishes per round trip), and nothing is started ahead
- * before the pace is known. Measured on a 100,000-job drain of no-op handlers at concurrency 16 (2-core VM): 16,251 to
- * 17,747 jobs/s against 11,797 / 13,772 without the window (dev/drain-probe.ts; starts carry 37.6 jobs per statement
- * instead of 15.8), and W4 17,369 against 13,862 (bench/README.md).
+ * makes active) as many jobs beyond the free slots as its handlers finish within one start round trip at their pace
+ * (Pace.finishedWithin), at most `batchSize`; they wait for a slot in `ready`, about as long as their own start would
+ * have taken. Slow handlers get no window, nor does a worker whose pace is not known yet. A wrong pace (fast jobs,
+ * then a slow one) is bounded: a job that had no slot after four start round trips (at least MIN_AHEAD_MS) is given
+ * back, its run not counted. 100,000 no-op jobs, concurrency 16, 2-core VM: 16,251-17,747 jobs/s against 11,797 /
+ * 13,772 without the window (dev/drain-probe.ts: 37.6 starts per statement, not 15.8); W4 17,369 against 13,862.
  */
 export class JobRunner<Data, Result> {
   /** Every job claimed and not yet settled, by lock token (a stale run and its re-claim can share an id). */
   readonly held = new Map<string, HeldJob<Data>>()
   private readonly buffer = new Fifo<HeldJob<Data>>()
   /** Started (active in the database), waiting for a free slot: the start window. */
-  private readonly ready = new Fifo<HeldJob<Data>>()
+  private readonly ready = new StartedAhead<HeldJob<Data>>(() => Math.max(MIN_AHEAD_MS, 4 * this.steps.startMs),
+    (late) => void this.giveBack(late))
   private running = 0
   private starting = 0
   private reserved = 0
@@ -159,6 +163,26 @@ export class JobRunner<Data, Result> {
           this.host.capacityChanged()
         }
       })
+    }
+  }
+
+  /** Started ahead and still without a slot after the bound (see StartedAhead): back to the queue, run not counted. */
+  private async giveBack(late: HeldJob<Data>[]): Promise<void> {
+    const back = late.filter((h) => !h.lost)
+    for (const h of late) if (h.lost) this.settled(h)
+    if (back.length === 0) return
+    for (const h of back) h.phase = 'settling'
+    try {
+      await this.services.store.release(back.map((h) => h.id), back.map((h) => h.token), 0)
+      this.logger.debug({ jobs: back.map((h) => h.id) }, 'pgonce: jobs started ahead waited too long for a slot; given back')
+      for (const h of back) this.settled(h)
+    } catch (err) {
+      this.host.reportError(err as Error)
+      for (const h of back.reverse()) {
+        h.phase = 'started'
+        this.ready.restore(h)
+      }
+      this.fill()
     }
   }
 
