@@ -93,3 +93,15 @@ export class JobCancelledError extends Error {
     super(`job ${jobId} was cancelled`)
   }
 }
+
+/** @internal What a handler threw, as an Error: a thrown non-Error is described in the message. */
+export function handlerError(value: unknown): Error {
+  if (value instanceof Error) return value
+  let text: string
+  try {
+    text = JSON.stringify(value) ?? String(value)
+  } catch {
+    text = String(value)
+  }
+  return new Error(`handler threw a non-Error: ${text}`)
+}

@@ -86,6 +86,8 @@ export class HeldJob<Data> implements JobContext {
   abandoned = false
   /** Set when a heartbeat learned that `queue.cancelJob` asked this job to stop. */
   cancelRequested = false
+  /** In a heartbeat statement in flight: not started until it returns (see Leases.beat). */
+  beating = false
   private controller: AbortController | undefined
   private abortReason: Error | undefined
   private runLogger: Logger | undefined

@@ -11,6 +11,7 @@ import { StartedAhead } from './started-ahead.js'
 import type { Settler } from './settler.js'
 import type { StepBatcher } from './step-batcher.js'
 import { RunTelemetry } from '../telemetry/run-telemetry.js'
+import { handlerError } from '../errors.js'
 
 /** How long a job started ahead may wait for a slot at least (the bound is four start round trips, or this). */
 const MIN_AHEAD_MS = 50
@@ -140,6 +141,11 @@ export class JobRunner<Data, Result> {
         this.settled(h)
         continue
       }
+      if (h.beating) {
+        // Its heartbeat is in flight; Leases calls resume() when it returns.
+        this.buffer.unshift(h)
+        break
+      }
       room--
       h.phase = 'starting'
       this.starting++
@@ -196,7 +202,7 @@ export class JobRunner<Data, Result> {
     try {
       result = await run.within(() => this.handler(h.job, h))
     } catch (thrown) {
-      const err = toError(thrown)
+      const err = handlerError(thrown)
       run.end(err)
       this.handlerDone(h)
       await this.settler.threw(h, err).catch((e: Error) => this.host.reportError(e))
@@ -229,6 +235,11 @@ export class JobRunner<Data, Result> {
       for (const resolve of this.settledWaiters.splice(0)) resolve()
     }
     this.host.capacityChanged()
+  }
+
+  /** A heartbeat returned: start the buffered jobs it held back. */
+  resume(): void {
+    this.fill()
   }
 
   /** Closing: jobs a claim still returns are held, not started, until `stop()` gives them back. */
@@ -286,15 +297,4 @@ export class JobRunner<Data, Result> {
   runningJobs(): HeldJob<Data>[] {
     return [...this.held.values()].filter((h) => h.phase === 'running')
   }
-}
-
-function toError(value: unknown): Error {
-  if (value instanceof Error) return value
-  let text: string
-  try {
-    text = JSON.stringify(value) ?? String(value)
-  } catch {
-    text = String(value)
-  }
-  return new Error(`handler threw a non-Error: ${text}`)
 }

@@ -113,11 +113,14 @@ export class JobStore {
    * (a start: it must not run).
    */
   async step(done: readonly Completion[], start: readonly { id: string; token: string }[], runner?: PgRunner): Promise<Map<string, { state: JobState; attempts: number }>> {
-    const values = [done.map((c) => c.id), done.map((c) => c.token), done.map((c) => c.resultJson),
-      start.map((s) => s.id), start.map((s) => s.token), this.leaseMs]
+    const d = byId(done)
+    const s = byId(start)
+    const values = [d.map((c) => c.id), d.map((c) => c.token), d.map((c) => c.resultJson),
+      s.map((j) => j.id), s.map((j) => j.token), this.leaseMs]
     type Row = { token: string; state: JobState; attempts: number }
-    // A step of starts only needs no turn: a job is in no other statement while its start is in flight (heartbeats
-    // skip it, and it completes only after it started).
+    // A step of starts only takes no turn (a start must not wait for a completion's WAL flush). A heartbeat sent while
+    // one of its jobs was still buffered can be in flight beside its start: both lock in ascending id order (byId), so
+    // one waits for the other instead of deadlocking.
     const { rows } = runner !== undefined ? await this.run<Row>('step-jobs', values, runner)
       : done.length === 0 ? await this.run<Row>('step-jobs', values)
         : await this.inTurn(() => this.run<Row>('step-jobs', values))
@@ -141,14 +144,17 @@ export class JobStore {
 
   /** Extends the leases of jobs still held with these tokens; for each token still valid, whether cancellation was requested. */
   async heartbeat(ids: string[], tokens: string[]): Promise<Map<string, boolean>> {
+    const jobs = byId(ids.map((id, i) => ({ id, token: tokens[i] as string })))
     const { rows } = await this.inTurn(() => this.run<{ token: string; cancel_requested: boolean }>('heartbeat',
-      [ids, tokens, this.leaseMs]))
+      [jobs.map((j) => j.id), jobs.map((j) => j.token), this.leaseMs]))
     return new Map(rows.map((r) => [r.token, r.cancel_requested]))
   }
 
   /** Gives held jobs back without counting their run, due as before (`delayMs` 0) or later; returns how many. */
   async release(ids: string[], tokens: string[], delayMs: number): Promise<number> {
-    const { rows } = await this.inTurn(() => this.run<{ count: number }>('release-jobs', [ids, tokens, delayMs]))
+    const jobs = byId(ids.map((id, i) => ({ id, token: tokens[i] as string })))
+    const { rows } = await this.inTurn(() => this.run<{ count: number }>('release-jobs',
+      [jobs.map((j) => j.id), jobs.map((j) => j.token), delayMs]))
     return rows[0]?.count ?? 0
   }
 
@@ -163,4 +169,12 @@ export class JobStore {
     const { rows } = await this.run<{ wait_ms: number | null }>('next-run-at', [this.queue])
     return rows[0]?.wait_ms ?? null
   }
+}
+
+/**
+ * The items in ascending job id order (ids are bigint text): every multi-row statement of a worker locks its rows in
+ * this one order, found by primary key in array order, so that two in flight together never deadlock.
+ */
+function byId<T extends { id: string }>(items: readonly T[]): T[] {
+  return [...items].sort((a, b) => a.id.length - b.id.length || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
 }

@@ -15,6 +15,8 @@ export class Leases<Data> {
     private readonly heartbeatMs: number,
     private readonly reportError: (err: Error) => void,
     private readonly logger: Logger,
+    /** A heartbeat returned: the jobs it held back from starting may start. */
+    private readonly beaten: () => void,
   ) {}
 
   start(): void {
@@ -34,6 +36,9 @@ export class Leases<Data> {
       if (!h.lost && h.completion === null && !h.abandoned && h.phase !== 'starting' && h.phase !== 'settling') sent.push(h)
     }
     if (sent.length === 0) return
+    // A buffered job must not start while its heartbeat is in flight: a start step takes no turn (step-batcher.ts),
+    // and the two statements locking the same rows in different orders deadlocked (`npm run demo`, 1 run in 6).
+    for (const h of sent) h.beating = true
     this.beating = true
     try {
       const alive = await this.store.heartbeat(sent.map((h) => h.id), sent.map((h) => h.token))
@@ -41,7 +46,9 @@ export class Leases<Data> {
     } catch (err) {
       this.reportError(err as Error)
     } finally {
+      for (const h of sent) h.beating = false
       this.beating = false
+      this.beaten()
     }
   }
 

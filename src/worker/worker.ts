@@ -113,7 +113,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
     }, resolved.pollIntervalMs, this.logger)
     this.parts = {
       pool, ownsPool: owned, schema, cache, effects, notifier, fetcher, runner, steps,
-      leases: new Leases<Data>(store, runner.held, resolved.heartbeatMs, report, this.logger),
+      leases: new Leases<Data>(store, runner.held, resolved.heartbeatMs, report, this.logger, () => runner.resume()),
       housekeeping: new Housekeeping(pool, schema, resolved.maintenanceIntervalMs, resolved.logger, report),
       schedules: new Schedules(pool, schema, this.queue, resolved.pollIntervalMs, this.logger, report),
     }
