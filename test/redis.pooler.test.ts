@@ -52,15 +52,17 @@ describe.skipIf(!ok || binary === null)('the Redis layer behind a transaction-mo
     const done: string[] = []
     const worker = new Worker<{ n: number }>('pooled-worker', async (_job, ctx) => { done.push(await ctx.runOnce('once', () => {})) }, {
       connectionString: bouncer.url, listenConnectionString: db.url, schema: db.schema, preparedStatements: false,
-      redis: REDIS_URL as string, pollIntervalMs: 50,
+      redis: REDIS_URL as string, pollIntervalMs: 50, migrate: false,
     })
     try {
+      // Ready before the first add (it listens and has claimed once): the timed waits below are the job's, not the start's.
+      await worker.run()
       await until(async () => {
         await queue.add('run', { n: done.length })
         const before = done.length
-        await until(() => done.length > before, 10_000, 'the job to run')
+        await until(() => done.length > before, 20_000, 'the job to run')
         return worker.cacheOutcomes.get('hit') > 0
-      }, 15_000, 'a runOnce answered from Redis')
+      }, 40_000, 'a runOnce answered from Redis')
       expect(done[0]).toBe('ran')
       expect(done.slice(1).every((d) => d === 'duplicate-done')).toBe(true)
     } finally {
