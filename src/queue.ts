@@ -80,7 +80,7 @@ export class Queue<Data = unknown> implements JobOwner {
       req.traceContext = currentTraceContext()
       const execute = await this.executor(tx)
       const keyed = this.cache && keyedAdmission(this.cache, tx !== undefined)
-      const job = this.answer(await admitOne({ execute, schema: this.schema, queue: this.name, keyed }, req), req)
+      const job = this.answer(await admitOne({ execute, schema: this.schema, queue: this.name, keyed, handOff: tx === undefined }, req), req)
       span.setAttributes({ 'pgonce.outcome': job.outcome as string, 'pgonce.job.id': job.id })
       return job
     })

@@ -18,7 +18,9 @@ import { SettlePolls } from './settle.js'
  *   (`pollIntervalMs`), the due time of the next delayed job, a settle poll, or capacity freed by a finished job.
  *   Before it relies on NOTIFY, a sleeping worker takes an idle slot (see Notifier) and claims once more: an add
  *   committed before the slot was taken sent no NOTIFY, and that claim finds it. A claim that returns a full batch
- *   gives the slot back (a busy worker claims again on its own, and NOTIFY serialises the adders' commits).
+ *   gives the slot back (a busy worker claims again on its own, and NOTIFY serialises the adders' commits). A worker
+ *   that sleeps with a free handler slot also takes hand-offs (plain adds send the job itself in the NOTIFY, already
+ *   active for it: JobRunner.handedOff); they run without a claim and leave the mode as it is.
  *
  * Where a claim starts: after the last job this worker claimed (its cursor), so that it never walks the index entries
  * of the rows earlier claims took (dead until VACUUM, and kept while any transaction holds back the xmin horizon).
@@ -50,6 +52,8 @@ export interface FetcherHost {
   demand(): Demand
   /** A claim for `demand` returned `rows` after `latencyMs` (0: it failed, or the worker is stopping). */
   claimed(rows: ClaimedRow[], demand: Demand, latencyMs: number): void
+  /** Whether a handler slot is free: a sleeping worker takes hand-offs only then. */
+  canTakeHandOff(): boolean
   reportError(err: Error): void
 }
 
@@ -161,7 +165,7 @@ export class Fetcher {
 
   /** Nothing due for this worker: advertise for NOTIFY (then look once more), arm the due timer and the settle polls. */
   private sleep(): void {
-    void this.notifier.advertise().then((took) => {
+    void this.notifier.advertise(this.host.canTakeHandOff()).then((took) => {
       if (this.mode !== 'sleeping') return
       // Just advertised: an add that committed before the slot was taken sent no NOTIFY; one more claim finds it.
       if (took) this.wake()

@@ -5,6 +5,7 @@ import type { Logger } from '../logger.js'
 import { type ContextServices, HeldJob, type JobContext } from './context.js'
 import type { Demand } from './fetcher.js'
 import { Fifo } from './fifo.js'
+import { HeldJobs } from './held-jobs.js'
 import { type ClaimedRow, claimedToJobRow } from './job-store.js'
 import { Pace } from './pace.js'
 import { StartedAhead } from './started-ahead.js'
@@ -39,8 +40,8 @@ export interface RunnerHost {
  * 13,772 without the window (dev/drain-probe.ts: 37.6 starts per statement, not 15.8); W4 17,369 against 13,862.
  */
 export class JobRunner<Data, Result> {
-  /** Every job claimed and not yet settled, by lock token (a stale run and its re-claim can share an id). */
-  readonly held = new Map<string, HeldJob<Data>>()
+  /** Every job claimed and not yet settled. */
+  readonly held = new HeldJobs<Data>()
   private readonly buffer = new Fifo<HeldJob<Data>>()
   /** Started (active in the database), waiting for a free slot: the start window. */
   private readonly ready = new StartedAhead<HeldJob<Data>>(() => Math.max(MIN_AHEAD_MS, 4 * this.steps.startMs),
@@ -50,7 +51,6 @@ export class JobRunner<Data, Result> {
   private reserved = 0
   private readonly pace = new Pace()
   private accepting = true
-  private settledWaiters: (() => void)[] = []
 
   constructor(
     private readonly handler: Handler<Data, Result>,
@@ -117,6 +117,25 @@ export class JobRunner<Data, Result> {
     this.fill()
   }
 
+  /** Whether a hand-off would run at once: the worker is not closing and a handler slot is free. */
+  canTakeHandOff(): boolean {
+    return this.accepting && this.free > 0
+  }
+
+  /**
+   * A job a plain add handed to this worker (already active for it, see Notifier): it runs on a free slot; with none
+   * free, or while closing, it goes back to the queue, its run not counted.
+   */
+  handedOff(row: ClaimedRow): void {
+    const h = new HeldJob<Data>(row, new Job<Data>(claimedToJobRow(row), null, this.owner), this.services)
+    this.held.set(row.lock_token, h)
+    h.phase = 'started'
+    if (this.canTakeHandOff()) {
+      this.ready.push(h)
+      this.fill()
+    } else void this.giveBack([h])
+  }
+
   private readied(h: HeldJob<Data>): void {
     h.phase = 'started'
     this.ready.push(h)
@@ -172,18 +191,19 @@ export class JobRunner<Data, Result> {
     }
   }
 
-  /** Started ahead and still without a slot after the bound (see StartedAhead): back to the queue, run not counted. */
+  /**
+   * Started ahead and still without a slot after the bound (see StartedAhead), or handed off with no slot free: back
+   * to the queue, run not counted.
+   */
   private async giveBack(late: HeldJob<Data>[]): Promise<void> {
     const back = late.filter((h) => !h.lost)
     for (const h of late) if (h.lost) this.settled(h)
     if (back.length === 0) return
     for (const h of back) h.phase = 'settling'
-    try {
-      await this.services.store.release(back.map((h) => h.id), back.map((h) => h.token), 0)
-      this.logger.debug({ jobs: back.map((h) => h.id) }, 'pgonce: jobs started ahead waited too long for a slot; given back')
+    if (await this.release(back)) {
+      this.logger.debug({ jobs: back.map((h) => h.id) }, 'pgonce: jobs started ahead found no free slot; given back')
       for (const h of back) this.settled(h)
-    } catch (err) {
-      this.host.reportError(err as Error)
+    } else {
       for (const h of back.reverse()) {
         h.phase = 'started'
         this.ready.restore(h)
@@ -231,9 +251,6 @@ export class JobRunner<Data, Result> {
    */
   private settled(h: HeldJob<Data>): void {
     this.held.delete(h.token)
-    if (this.held.size === 0 && this.settledWaiters.length > 0) {
-      for (const resolve of this.settledWaiters.splice(0)) resolve()
-    }
     this.host.capacityChanged()
   }
 
@@ -252,49 +269,27 @@ export class JobRunner<Data, Result> {
     this.accepting = false
     await this.startsSettled()
     const unstarted = [...this.buffer.drain(), ...this.ready.drain()].filter((h) => !h.lost)
-    if (unstarted.length > 0) {
-      try {
-        await this.services.store.release(unstarted.map((h) => h.id), unstarted.map((h) => h.token), 0)
-      } catch (err) {
-        this.host.reportError(err as Error)
-      }
-    }
+    if (unstarted.length > 0) await this.release(unstarted)
     for (const h of unstarted) this.settled(h)
+  }
+
+  /** Gives jobs back to the queue, their run not counted; false (reported) if the statement failed. */
+  private async release(jobs: HeldJob<Data>[]): Promise<boolean> {
+    try {
+      await this.services.store.release(jobs.map((h) => h.id), jobs.map((h) => h.token), 0)
+      return true
+    } catch (err) {
+      this.host.reportError(err as Error)
+      return false
+    }
+  }
+
+  /** Waits for the running handlers at close, up to `closeTimeoutMs`; then aborts them (see HeldJobs.finish). */
+  finish(closeTimeoutMs: number): Promise<void> {
+    return this.held.finish(closeTimeoutMs, this.logger)
   }
 
   private async startsSettled(): Promise<void> {
     while (this.starting > 0) await new Promise((resolve) => setTimeout(resolve, 5))
-  }
-
-  /**
-   * Waits up to `closeTimeoutMs` for the running handlers and their outcomes; then aborts the handlers still running
-   * (their `ctx.signal`), and gives those that honour it a moment to throw, so that their jobs are released at once.
-   */
-  async finish(closeTimeoutMs: number): Promise<void> {
-    if (await this.allSettled(closeTimeoutMs)) return
-    const still = this.runningJobs()
-    this.logger.warn({ jobs: still.map((h) => h.id) }, 'pgonce: close timed out; aborting running handlers')
-    for (const h of still) {
-      h.abandoned = true
-      h.abort(new Error(`pgonce: worker closed before job ${h.id} finished`))
-    }
-    await this.allSettled(Math.min(1_000, Math.max(100, closeTimeoutMs / 10)))
-  }
-
-  /** Resolves true once every held job has settled, false after `ms`. */
-  allSettled(ms: number): Promise<boolean> {
-    if (this.held.size === 0) return Promise.resolve(true)
-    return new Promise((resolve) => {
-      const timer = setTimeout(() => resolve(false), ms)
-      this.settledWaiters.push(() => {
-        clearTimeout(timer)
-        resolve(true)
-      })
-    })
-  }
-
-  /** The handlers still running. */
-  runningJobs(): HeldJob<Data>[] {
-    return [...this.held.values()].filter((h) => h.phase === 'running')
   }
 }

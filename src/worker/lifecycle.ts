@@ -49,7 +49,7 @@ export async function startParts<Data, Result>(p: WorkerParts<Data, Result>, opt
 }
 
 /**
- * Claims stop first (a claim in flight returns and its jobs are held), then the jobs not started go back to the
+ * Claims and hand-offs stop first (a claim in flight returns and its jobs are held), then the jobs not started go back to the
  * queue, then the running handlers get `closeTimeoutMs`; only then do leases and outcome writes stop (`closed()`
  * marks the point after which a late handler's job is left to the rescue), and the connections end last.
  */
@@ -57,6 +57,8 @@ export async function stopParts<Data, Result>(p: WorkerParts<Data, Result>, wasR
   closed: () => void): Promise<void> {
   if (wasRunning) {
     p.runner.refuseNewStarts()
+    // No more hand-offs or wake-ups for this worker; one already sent is given back (the runner refuses it).
+    p.notifier.withdraw()
     await p.fetcher.stop()
     await p.runner.stop()
     await p.runner.finish(closeTimeoutMs)

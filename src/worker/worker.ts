@@ -16,6 +16,7 @@ import type { Logger } from '../logger.js'
 import { checkOptions, fail } from '../validate.js'
 import { ErrorReporter } from './error-reporter.js'
 import { Fetcher } from './fetcher.js'
+import { handedOffTo, isHandOff } from './hand-off.js'
 import { Housekeeping } from './housekeeping.js'
 import { type Handler, JobRunner } from './job-runner.js'
 import { type WorkerParts, startParts, stopParts } from './lifecycle.js'
@@ -101,7 +102,8 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
     const services = { pool, store, effects, retryLaterMs: resolved.retryLaterMs, logger: this.logger }
     const runner = new JobRunner<Data, Result>(handler, resolved.concurrency, resolved.batchSize, services, settler,
       steps, this, { capacityChanged: () => fetcher.pump(), reportError: report }, this.logger)
-    const notifier = new Notifier(listenConfig(pool, resolved.listenConnectionString, `pgonce-listener ${this.id}`), channelOf(schema), schema, this.queue, {
+    const notifier = new Notifier(listenConfig(pool, resolved.listenConnectionString, `pgonce-listener ${this.id}`), channelOf(schema), schema, this.queue,
+      { workerId: this.id, leaseMs: resolved.leaseMs }, {
       onNotify: (payload) => this.notified(payload),
       onReconnect: () => fetcher.wake(),
       onError: report,
@@ -109,6 +111,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
     const fetcher = new Fetcher(store, notifier, {
       demand: () => runner.demand(),
       claimed: (rows, demand, ms) => runner.claimed(rows, demand, ms),
+      canTakeHandOff: () => runner.canTakeHandOff(),
       reportError: report,
     }, resolved.pollIntervalMs, this.logger)
     this.parts = {
@@ -157,6 +160,10 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
 
   private notified(payload: string): void {
     if (payload === this.queue) this.parts.fetcher.wake()
+    else if (isHandOff(payload)) {
+      const row = handedOffTo(payload, this.id, this.parts.notifier.handOffPid)
+      if (row !== null) this.parts.runner.handedOff(row)
+    }
     // queue.cancelJob on a running job: the next heartbeat would tell; beat now.
     else if (payload.startsWith('!cancel ')) void this.parts.leases.beat()
     else if (payload === `!schedulers ${this.queue}`) this.parts.schedules.changed()
