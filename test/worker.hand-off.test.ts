@@ -1,7 +1,8 @@
 // The hand-off (migration 000008): a plain add into a queue whose worker sleeps with a free slot inserts the job active
 // for that worker and the NOTIFY carries it, so the handler starts without a claim. Only the named LISTEN session takes
 // it; a worker with no free slot gives it back; adds in a caller's transaction, into a paused queue, or too large for a
-// NOTIFY are not handed off; a hand-off whose NOTIFY is lost is rescued when its lease expires.
+// NOTIFY are not handed off; a hand-off whose NOTIFY is lost goes back when the worker's LISTEN session is replaced, or
+// is rescued when its lease expires.
 
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -202,6 +203,49 @@ describe('hand-off to a sleeping worker', () => {
       expect(job.state).toBe('active')
       await waitForState(db, job.id, 'completed', 10_000)
     } finally {
+      await worker.close()
+      await queue.close()
+    }
+  })
+
+  it('after a LISTEN session is lost, the hand-offs sent to it go back at once; the one running stays and runs once', async () => {
+    const queue = queueOf('ho-lost-session')
+    let release!: () => void
+    const gate = new Promise<void>((r) => (release = r))
+    const runs = new Map<string, number>()
+    const worker = new Worker('ho-lost-session', async (job) => {
+      runs.set(job.id, (runs.get(job.id) ?? 0) + 1)
+      if ((job.data as { hold?: boolean }).hold === true) await gate
+      return 'ok'
+    }, { connectionString: db.url, schema: db.schema, migrate: false, concurrency: 4, pollIntervalMs: 60_000 })
+    try {
+      await worker.run()
+      await waitFor(() => takesHandOffs(worker.id), 10_000, 'the worker to take hand-offs')
+      const running = await queue.add('x', { hold: true })
+      expect(running.state).toBe('active')
+      await waitFor(() => runs.get(running.id) === 1, 10_000, 'the held handler')
+      // What an add leaves when the NOTIFY to this worker's session is lost: a row started in the transaction that
+      // inserted it, active for this worker under a long lease, that the worker never heard of.
+      const { rows: [lost] } = await db.pool.query<{ id: string }>(`insert into "${db.schema}".jobs
+          (queue, name, data, state, attempts, lock_token, locked_until, locked_by, started_at)
+        values ('ho-lost-session', 'x', '{}', 'active', 1, gen_random_uuid(), now() + interval '1 hour', $1, now())
+        returning id`, [worker.id])
+      const oldPid = worker.listenerPid
+      await db.pool.query('select pg_terminate_backend($1)', [oldPid])
+      await waitFor(() => worker.listenerPid !== null && worker.listenerPid !== oldPid, 10_000, 'a new LISTEN session')
+      // Given back at once (run not counted), claimed and run: long before its hour-long lease.
+      const done = await waitForState(db, lost!.id, 'completed', 10_000)
+      expect(done).toMatchObject({ attempts: 1, result: 'ok' })
+      expect(await storedJob(db, running.id)).toMatchObject({ state: 'active', attempts: 1 })
+      release()
+      await waitForState(db, running.id, 'completed', 10_000)
+      expect(runs.get(running.id)).toBe(1)
+      expect(runs.get(lost!.id)).toBe(1)
+      // And the new session takes hand-offs.
+      await waitFor(() => takesHandOffs(worker.id), 10_000, 'the worker to take hand-offs again')
+      expect((await queue.add('x', {})).state).toBe('active')
+    } finally {
+      release()
       await worker.close()
       await queue.close()
     }

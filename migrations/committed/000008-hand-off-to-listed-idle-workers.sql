@@ -1,5 +1,5 @@
 --! Previous: sha1:d05008bdee6d8db590106fa5100e71559de18e1b
---! Hash: sha1:b8d1ff36e7091f74d6a24a630c3aa5a7c9134ef8
+--! Hash: sha1:272f1dd374989647b894c53d0930e7c3f9d208ba
 --! Message: hand-off to listed idle workers
 
 -- The hand-off, back without a table every add reads (bench/README.md, "Hand-off"): a plain add into a queue whose
@@ -14,8 +14,9 @@
 --
 -- The NOTIFY names the worker and the backend pid of its LISTEN session: only that session of that worker takes the
 -- job. A worker with no free slot, or closing, gives it back (run not counted). A notification that never arrives (the
--- LISTEN session died between the add's commit and the delivery) leaves the job active until its lease expires;
--- housekeeping then rescues it as it rescues the job of a crashed worker.
+-- LISTEN session died between the add's commit and the delivery) leaves the job active for that worker: once
+-- reconnected it gives back what it does not hold (sql/lost-hand-offs.sql); if the worker died, housekeeping rescues
+-- the job when its lease expires, as it rescues the job of a crashed worker.
 
 create table :PGONCE_SCHEMA.worker_listeners (
   worker_id   text primary key,

@@ -1,6 +1,8 @@
-// Reads a hand-off NOTIFY ('!handoff <worker id> <backend pid> <job JSON>', sent by _hand_off(), migration 000008).
+// Reads a hand-off NOTIFY ('!handoff <worker id> <backend pid> <job JSON>', sent by _hand_off(), migration 000008), and
+// gives back the hand-offs a lost LISTEN session took with it.
 
-import type { ClaimedRow } from './job-store.js'
+import type { Logger } from '../logger.js'
+import type { ClaimedRow, JobStore } from './job-store.js'
 
 const PREFIX = '!handoff '
 
@@ -18,4 +20,16 @@ export function handedOffTo(payload: string, workerId: string, pid: number | nul
   if (pid === null || !payload.startsWith(`${PREFIX}${workerId} ${pid} `)) return null
   const row = JSON.parse(payload.slice(PREFIX.length + workerId.length + String(pid).length + 2)) as ClaimedRow
   return row.state === 'active' && typeof row.id === 'string' && typeof row.lock_token === 'string' ? row : null
+}
+
+/**
+ * After the LISTEN session was replaced: gives back the hand-offs sent to the old one that never arrived (run not
+ * counted; `held`: the lock tokens the worker holds), rather than leaving them to the lease rescue. The new session
+ * must not take hand-offs before this returns: one it took could be among those found.
+ */
+export async function releaseLostHandOffs(store: JobStore, held: string[], logger: Logger): Promise<void> {
+  const lost = await store.lostHandOffs(held)
+  if (lost.length === 0) return
+  await store.release(lost.map((j) => j.id), lost.map((j) => j.token), 0)
+  logger.info({ jobs: lost.map((j) => j.id) }, 'pgonce: hand-offs sent to the lost LISTEN session given back')
 }

@@ -158,6 +158,12 @@ export class JobStore {
     return rows[0]?.count ?? 0
   }
 
+  /** Jobs handed off to this worker's previous LISTEN session that it does not hold (`held`: its lock tokens). */
+  async lostHandOffs(held: string[]): Promise<{ id: string; token: string }[]> {
+    const { rows } = await this.run<{ id: string; token: string }>('lost-hand-offs', [this.workerId, this.queue, held])
+    return rows
+  }
+
   /** Stores a running job's progress; false if the lease was lost. */
   async progress(id: string, token: string, json: string): Promise<boolean> {
     const { rows } = await this.run('update-progress', [id, token, json])

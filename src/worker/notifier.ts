@@ -7,7 +7,10 @@ import type { Logger } from '../logger.js'
 export interface NotifierEvents {
   /** A NOTIFY arrived on the channel. */
   onNotify(payload: string): void
-  /** The connection was replaced after it died: notifications may have been missed, so claim once. */
+  /**
+   * The connection was replaced after it died: notifications may have been missed (claim once), and hand-offs sent to
+   * the old session lost (give them back, then call readyForHandOffs).
+   */
   onReconnect(): void
   /** The connection failed or dropped (reported once per outage). */
   onError(err: Error): void
@@ -46,6 +49,8 @@ export class Notifier {
   private slot: Promise<Slot | null> | null = null
   /** The backend pid of the listed session: hand-offs name it. */
   private listedPid: number | null = null
+  /** False from a lost connection until the worker has given back the hand-offs lost with it (readyForHandOffs). */
+  private handOffsReady = true
   private failing = false
 
   constructor(
@@ -98,12 +103,23 @@ export class Notifier {
   async advertise(handOffs: boolean): Promise<boolean> {
     const client = this.client
     if (client === null || this.slot !== null) return false
-    const taking = client.query<Slot>(sqlFor('take-idle-slot', this.schema), [this.queue, handOffs ? this.listing.workerId : null])
+    const taking = client.query<Slot>(sqlFor('take-idle-slot', this.schema),
+      [this.queue, handOffs && this.handOffsReady ? this.listing.workerId : null])
       .then((r) => r.rows[0] ?? null, () => null)
     this.slot = taking
     const slot = await taking
     if (slot === null && this.slot === taking) this.slot = null
     return slot !== null && this.slot === taking
+  }
+
+  /**
+   * The hand-offs sent to a lost session are given back: the new one may take hand-offs (until then a job handed to
+   * it could also be among those given back). A slot taken meanwhile came without the hand-off lock: it is given back,
+   * and the worker's next sleep takes both (the caller wakes the worker).
+   */
+  readyForHandOffs(): void {
+    this.handOffsReady = true
+    this.withdraw()
   }
 
   /** Gives the idle slot back (the worker is busy: it claims again on its own). */
@@ -168,6 +184,7 @@ export class Notifier {
     if (client !== this.client || this.stopped) return
     this.client = null
     this.slot = null
+    this.handOffsReady = false
     this.logger.warn({ err }, 'pgonce: LISTEN connection lost; reconnecting')
     client.end().catch(() => {})
     this.scheduleReconnect()

@@ -16,7 +16,7 @@ import type { Logger } from '../logger.js'
 import { checkOptions, fail } from '../validate.js'
 import { ErrorReporter } from './error-reporter.js'
 import { Fetcher } from './fetcher.js'
-import { handedOffTo, isHandOff } from './hand-off.js'
+import { handedOffTo, isHandOff, releaseLostHandOffs } from './hand-off.js'
 import { Housekeeping } from './housekeeping.js'
 import { type Handler, JobRunner } from './job-runner.js'
 import { type WorkerParts, startParts, stopParts } from './lifecycle.js'
@@ -105,7 +105,10 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
     const notifier = new Notifier(listenConfig(pool, resolved.listenConnectionString, `pgonce-listener ${this.id}`), channelOf(schema), schema, this.queue,
       { workerId: this.id, leaseMs: resolved.leaseMs }, {
       onNotify: (payload) => this.notified(payload),
-      onReconnect: () => fetcher.wake(),
+      onReconnect: () => void releaseLostHandOffs(store, [...runner.held.keys()], this.logger).catch(report).finally(() => {
+        notifier.readyForHandOffs()
+        fetcher.wake()
+      }),
       onError: report,
     }, this.logger)
     const fetcher = new Fetcher(store, notifier, {
