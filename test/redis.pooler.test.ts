@@ -58,8 +58,9 @@ describe.skipIf(!ok || binary === null)('the Redis layer behind a transaction-mo
       // Ready before the first add (it listens and has claimed once): the timed waits below are the job's, not the start's.
       await worker.run()
       await until(async () => {
-        await queue.add('run', { n: done.length })
+        // Counted before the add: a job handed to the idle worker can run before add() returns.
         const before = done.length
+        await queue.add('run', { n: before })
         await until(() => done.length > before, 20_000, 'the job to run')
         return worker.cacheOutcomes.get('hit') > 0
       }, 40_000, 'a runOnce answered from Redis')
