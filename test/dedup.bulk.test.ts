@@ -1,4 +1,4 @@
-// addBulk with dedup keys: the §2.2 rules item by item in input order, last replace wins, any rejection rolls back the batch.
+// addBulk with dedup keys: the decision table of docs/deduplication.md item by item in input order, last replace wins, any rejection rolls back the batch.
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { type BulkItem, DeduplicationError, Queue } from '../src/index.js'

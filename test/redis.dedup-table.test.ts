@@ -63,7 +63,7 @@ class Side {
   }
 }
 
-describe.skipIf(!ok)('§2.2 with the Redis layer on', () => {
+describe.skipIf(!ok)('the decision table (docs/deduplication.md) with the Redis layer on', () => {
   let db: TestSchema
   let plain: Side
   let cached: Side

@@ -39,6 +39,20 @@ async function takingHandOffs(queue: string): Promise<string[]> {
   return rows.map((r) => r.worker_id)
 }
 
+/** A promise handlers wait on until `release()`. */
+function gated(): { gate: Promise<void>; release: () => void } {
+  let release!: () => void
+  const gate = new Promise<void>((r) => (release = r))
+  return { gate, release }
+}
+
+/** Terminates the worker's LISTEN backend and waits until it listens on a new session. */
+async function replaceListener(worker: Worker): Promise<void> {
+  const oldPid = worker.listenerPid
+  await db.pool.query('select pg_terminate_backend($1)', [oldPid])
+  await waitFor(() => worker.listenerPid !== null && worker.listenerPid !== oldPid, 10_000, 'a new LISTEN session')
+}
+
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
 describe('hand-off to a sleeping worker', () => {
@@ -68,8 +82,7 @@ describe('hand-off to a sleeping worker', () => {
 
   it('a worker with no free slot gives a hand-off back, and each job still runs once, one at a time', async () => {
     const queue = queueOf('ho-full')
-    let release!: () => void
-    const gate = new Promise<void>((r) => (release = r))
+    const { gate, release } = gated()
     let running = 0
     let most = 0
     const ran: string[] = []
@@ -193,9 +206,7 @@ describe('hand-off to a sleeping worker', () => {
     try {
       await worker.run()
       await waitFor(() => takesHandOffs(worker.id), 10_000, 'the worker to take hand-offs')
-      const oldPid = worker.listenerPid
-      await db.pool.query('select pg_terminate_backend($1)', [oldPid])
-      await waitFor(() => worker.listenerPid !== null && worker.listenerPid !== oldPid, 10_000, 'a new LISTEN session')
+      await replaceListener(worker)
       await waitFor(() => takesHandOffs(worker.id), 10_000, 'the worker to take hand-offs again')
       const { rows } = await db.pool.query(`select backend_pid from "${db.schema}".worker_listeners where worker_id = $1`, [worker.id])
       expect(rows).toEqual([{ backend_pid: worker.listenerPid }])
@@ -210,8 +221,7 @@ describe('hand-off to a sleeping worker', () => {
 
   it('after a LISTEN session is lost, the hand-offs sent to it go back at once; the one running stays and runs once', async () => {
     const queue = queueOf('ho-lost-session')
-    let release!: () => void
-    const gate = new Promise<void>((r) => (release = r))
+    const { gate, release } = gated()
     const runs = new Map<string, number>()
     const worker = new Worker('ho-lost-session', async (job) => {
       runs.set(job.id, (runs.get(job.id) ?? 0) + 1)
@@ -230,9 +240,7 @@ describe('hand-off to a sleeping worker', () => {
           (queue, name, data, state, attempts, lock_token, locked_until, locked_by, started_at)
         values ('ho-lost-session', 'x', '{}', 'active', 1, gen_random_uuid(), now() + interval '1 hour', $1, now())
         returning id`, [worker.id])
-      const oldPid = worker.listenerPid
-      await db.pool.query('select pg_terminate_backend($1)', [oldPid])
-      await waitFor(() => worker.listenerPid !== null && worker.listenerPid !== oldPid, 10_000, 'a new LISTEN session')
+      await replaceListener(worker)
       // Given back at once (run not counted), claimed and run: long before its hour-long lease.
       const done = await waitForState(db, lost!.id, 'completed', 10_000)
       expect(done).toMatchObject({ attempts: 1, result: 'ok' })
@@ -253,8 +261,7 @@ describe('hand-off to a sleeping worker', () => {
 
   it('a closing worker takes no hand-off, and one killed takes none either', async () => {
     const queue = queueOf('ho-close')
-    let release!: () => void
-    const gate = new Promise<void>((r) => (release = r))
+    const { gate, release } = gated()
     const worker = new Worker('ho-close', async () => gate,
       { connectionString: db.url, schema: db.schema, migrate: false, concurrency: 2, closeTimeoutMs: 10_000 })
     try {

@@ -122,7 +122,7 @@ function tallyEvents(m: AdmissionModel, by: string): void {
   for (const e of m.events.splice(0)) tally(e, by)
 }
 
-/** Counts an add's §2.2 cell and its finer cells (dependsOn targets, live jobId), in the state the model is in before it. */
+/** Counts an add's cell of the decision table (docs/deduplication.md) and its finer cells (dependsOn targets, live jobId), in the state the model is in before it. */
 function tallyAdd(m: AdmissionModel, req: ModelAdd, at: string): void {
   tally(m.situation(req), at)
   for (const cell of m.detailCells(req)) tally(cell, at)
