@@ -212,6 +212,7 @@ begin
   -- (a subtransaction) is paid only by batches in which an earlier item may have to be undone.
   if coalesce(cardinality(p_names), 0) > 1 and (true = any(p_extends) or true = any(p_replaces)
       or exists (select 1 from unnest(p_depends_on) d where d is not null)) then
+    perform "pgonce"._lock_batch_rows(p_queue, p_dedup_ids, p_extends, p_replaces, p_depends_on);
     begin
       v_answers := "pgonce"._admit_batch(p_queue, p_names, p_datas, p_job_ids, p_dedup_ids, p_dedup_ttls_ms,
         p_extends, p_replaces, p_delays_ms, p_priorities, p_max_attempts, p_backoffs, p_depends_on, p_trace_contexts);
@@ -773,6 +774,38 @@ CREATE OR REPLACE FUNCTION pgonce._key_held(expires_at timestamp with time zone,
 AS $function$
   select owner_state is not null
      and (expires_at > now() or (expires_at is null and "pgonce"._is_live(owner_state)))
+$function$;
+
+CREATE OR REPLACE FUNCTION pgonce._lock_batch_rows(p_queue text, p_dedup_ids text[], p_extends boolean[], p_replaces boolean[], p_depends_on text[])
+ RETURNS void
+ LANGUAGE plpgsql
+AS $function$
+declare
+  r record;
+begin
+  for r in
+    select w.id, bool_or(w.owner) as owner
+    from (select k.job_id as id, true as owner
+          from unnest(p_dedup_ids, p_replaces) i(d, rep)
+          join "pgonce".dedup_keys k on k.queue = p_queue and k.key = i.d
+          where i.rep
+          union all
+          select p.id, false from unnest(p_depends_on) d(ids), unnest(d.ids::bigint[]) p(id)) w
+    group by w.id
+    order by w.id
+  loop
+    if r.owner then
+      perform 1 from "pgonce".jobs where id = r.id and "pgonce"._is_pending(state) for update;
+    else
+      perform 1 from "pgonce".jobs where id = r.id for share;
+    end if;
+  end loop;
+  perform 1 from "pgonce".dedup_keys k
+  where k.queue = p_queue
+    and k.key in (select i.d from unnest(p_dedup_ids, p_extends, p_replaces) i(d, x, rep) where i.x or i.rep)
+  order by k.job_id, k.key
+  for update;
+end
 $function$;
 
 CREATE OR REPLACE FUNCTION pgonce._new_job_state(p_blocked boolean, p_delay_ms bigint)
