@@ -66,45 +66,69 @@ describe('the start window', () => {
     expect(Math.max(...started), `jobs started per statement: ${started.join(' ')}`).toBeLessThanOrEqual(2)
   }, 90_000)
 
-  it('a job started ahead whose slot a slow handler holds goes back to the queue (run not counted), and runs once later', async () => {
-    // 400 fast jobs (the pace opens the window), then one that blocks the only slot, then 10 more: those the window
-    // started behind the blocking one must not stay active while it runs.
-    await db.pool.query(
-      `insert into "${db.schema}".jobs (queue, name, data)
-       select 'mixed', 'n', jsonb_build_object('v', case when g <= 400 then 'fast' when g = 401 then 'block' else 'after' end)
-       from generate_series(1, 411) g`)
-    let open!: () => void
-    const gate = new Promise<void>((resolve) => (open = resolve))
-    const runs = new Map<string, number>()
-    const worker = new Worker<{ v: string }>('mixed', async (job) => {
-      runs.set(job.id, (runs.get(job.id) ?? 0) + 1)
-      if (job.data.v === 'block') await gate
-    }, { connectionString: db.url, schema: db.schema, concurrency: 1, batchSize: 100, pollIntervalMs: 100, maintenanceIntervalMs: 0, migrate: false })
-    const active = async (): Promise<number> => (await db.pool.query(
-      `select count(*)::int as n from "${db.schema}".jobs where queue = 'mixed' and state = 'active'`)).rows[0].n
-    try {
-      await waitFor(async () => (await db.pool.query(
-        `select 1 from "${db.schema}".jobs where queue = 'mixed' and data->>'v' = 'block' and state = 'active'`)).rowCount === 1,
-      30_000, 'the blocking job to start')
-      // The bound is max(50 ms, four start round trips); then the release, and the pace settling.
-      await new Promise((resolve) => setTimeout(resolve, 600))
-      const samples: number[] = []
-      for (let i = 0; i < 16; i++) {
-        samples.push(await active())
-        await new Promise((resolve) => setTimeout(resolve, 25))
-      }
-      expect(samples, 'jobs active while the only slot is blocked').toEqual(samples.map(() => 1))
-      open()
-      await waitFor(async () => (await db.pool.query(
-        `select count(*)::int as n from "${db.schema}".jobs where queue = 'mixed' and state = 'completed'`)).rows[0].n === 411,
-      30_000, 'every job to complete')
-      expect(runs.size).toBe(411)
-      expect([...runs.values()].every((n) => n === 1)).toBe(true)
-      const { rows } = await db.pool.query(`select max(attempts)::int as n from "${db.schema}".jobs where queue = 'mixed'`)
-      expect(rows[0].n).toBe(1)
-    } finally {
-      open()
-      await worker.close()
-    }
-  }, 90_000)
+  it('jobs started ahead while slow handlers hold every slot go back to the queue (run not counted), and run once later', async () => {
+    // Whether any job is started ahead behind the blocking ones depends on the pace at that moment (about 1 run in 20
+    // starts none): the scenario runs again, on a queue of its own, until one was, and every run checks the rules.
+    let givenBack = 0
+    for (let attempt = 0; attempt < 5 && givenBack === 0; attempt++) givenBack = await blockedSlots(`mixed-${attempt}`)
+    expect(givenBack, 'after-jobs started ahead and given back while the slots were blocked').toBeGreaterThan(0)
+  }, 120_000)
 })
+
+/**
+ * 400 fast jobs (the pace opens the window), then four that block all four slots, then 10 more: those the window
+ * started behind the blocking ones must not stay active while they run, and every job runs once with its run counted
+ * once. Four slots, not one: with one, a pace of about one job per start round trip opened the window in only about
+ * half the runs (floor(rate × round trip)). Returns how many of the 10 were given back while the slots were blocked.
+ */
+async function blockedSlots(queue: string): Promise<number> {
+  await db.pool.query(
+    `insert into "${db.schema}".jobs (queue, name, data)
+     select $1, 'n', jsonb_build_object('v', case when g <= 400 then 'fast' when g <= 404 then 'block' else 'after' end)
+     from generate_series(1, 414) g`, [queue])
+  const after = new Set((await db.pool.query(
+    `select id::text from "${db.schema}".jobs where queue = $1 and data->>'v' = 'after'`, [queue])).rows.map((r) => r.id as string))
+  let open!: () => void
+  const gate = new Promise<void>((resolve) => (open = resolve))
+  let gateOpen = false
+  // The 'after' jobs the worker gave back (sql/release-jobs.sql) while every slot was blocked.
+  const givenBack = new Set<string>()
+  const pool = recordingPool(db, 8, (text, values) => {
+    if (!gateOpen && text.startsWith('-- Gives back')) {
+      for (const id of values?.[0] as string[]) if (after.has(String(id))) givenBack.add(String(id))
+    }
+  })
+  const runs = new Map<string, number>()
+  const worker = new Worker<{ v: string }>(queue, async (job) => {
+    runs.set(job.id, (runs.get(job.id) ?? 0) + 1)
+    if (job.data.v === 'block') await gate
+  }, { pool, schema: db.schema, concurrency: 4, batchSize: 100, pollIntervalMs: 100, maintenanceIntervalMs: 0, migrate: false })
+  const count = async (state: string, v?: string): Promise<number> => (await db.pool.query(
+    `select count(*)::int as n from "${db.schema}".jobs where queue = $1 and state = $2 and ($3::text is null or data->>'v' = $3)`,
+    [queue, state, v ?? null])).rows[0].n
+  try {
+    await worker.run()
+    await waitFor(async () => await count('active', 'block') === 4, 30_000, 'the four blocking jobs to start')
+    // The bound is max(50 ms, four start round trips); then the release, and the pace settling.
+    await new Promise((resolve) => setTimeout(resolve, 600))
+    const samples: number[] = []
+    for (let i = 0; i < 16; i++) {
+      samples.push(await count('active'))
+      await new Promise((resolve) => setTimeout(resolve, 25))
+    }
+    expect(samples, 'jobs active while every slot is blocked').toEqual(samples.map(() => 4))
+    gateOpen = true
+    open()
+    await waitFor(async () => await count('completed') === 414, 30_000, 'every job to complete')
+    expect(runs.size).toBe(414)
+    expect([...runs.values()].every((n) => n === 1)).toBe(true)
+    const { rows } = await db.pool.query(`select max(attempts)::int as n from "${db.schema}".jobs where queue = $1`, [queue])
+    expect(rows[0].n).toBe(1)
+    return givenBack.size
+  } finally {
+    gateOpen = true
+    open()
+    await worker.close()
+    await pool.end()
+  }
+}
