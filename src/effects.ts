@@ -47,8 +47,11 @@ export interface RunOnceOptions {
 /** What `runOnce` decided: this call ran the work, or the key was already done, or another holder is running it. */
 export type RunOnceOutcome = 'ran' | 'duplicate-done' | 'duplicate-running'
 
-/** The outcomes counted by `effects.outcomes`; `claim-lost` counts work that ran but whose claim was no longer its own at completion. */
-export type EffectOutcome = RunOnceOutcome | 'claim-lost'
+/**
+ * The outcomes counted by `effects.outcomes`; `claim-lost` counts work that ran but whose claim was no longer its own at
+ * completion; `recorded` counts `effects.record` answering true (its `false` counts as `duplicate-done`).
+ */
+export type EffectOutcome = RunOnceOutcome | 'claim-lost' | 'recorded'
 
 /** Default `claimTtl`: five minutes. */
 export const DEFAULT_CLAIM_TTL_MS = 300_000
@@ -143,9 +146,13 @@ export class Effects {
     executorFor(tx, 'tx', this.named)
     if (await this.knownRecorded(key)) {
       this.logger.debug({ key, first: false }, 'pgonce: effect recorded (known from Redis)')
+      this.outcomes.increment('duplicate-done')
       return false
     }
-    return this.recordInLedger(tx, key)
+    const first = await this.recordInLedger(tx, key)
+    // Counted when answered: a `recorded` whose transaction then rolls back is still counted.
+    this.outcomes.increment(first ? 'recorded' : 'duplicate-done')
+    return first
   }
 
   /** @internal `record` after {@link knownRecorded} said no (ctx.effect asks before opening its transaction). */

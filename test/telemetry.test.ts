@@ -7,7 +7,7 @@ import { W3CTraceContextPropagator } from '@opentelemetry/core'
 import { type DataPoint, type Histogram, MeterProvider, MetricReader } from '@opentelemetry/sdk-metrics'
 import { BasicTracerProvider, InMemorySpanExporter, type ReadableSpan, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { Queue, Worker, runMaintenance } from '../src/index.js'
+import { Effects, Queue, Worker, runMaintenance } from '../src/index.js'
 import { type TestSchema, freshSchema } from './support/schema.js'
 import { waitFor, waitForState } from './fixtures/worker-helpers.js'
 
@@ -183,6 +183,23 @@ describe('metrics', () => {
       release()
       await worker.close()
       await queue.close()
+    }
+
+    // effects.record, outside any worker: its answers are counted too (no queue attribute).
+    const effects = new Effects(opts())
+    const client = await db.pool.connect()
+    try {
+      for (const expected of [true, false]) {
+        await client.query('begin')
+        expect(await effects.record(client, 'metered:record')).toBe(expected)
+        await client.query('commit')
+      }
+      expect(effects.outcomes.snapshot()).toEqual({ recorded: 1, 'duplicate-done': 1 })
+      expect(await sumOf('pgonce.effects', 'recorded')).toBe(1)
+      expect(await sumOf('pgonce.effects', 'duplicate-done')).toBe(1)
+    } finally {
+      client.release()
+      await effects.close()
     }
 
     // A crashed worker's job, rescued by housekeeping: counted by schema.
