@@ -126,4 +126,23 @@ describe('effects.record', () => {
       }
     })
   }
+
+  it('at REPEATABLE READ, a key recorded and committed after the snapshot raises 40001; the retried transaction answers false', async () => {
+    const key = `rr-${Math.random()}`
+    const a = await clients.connect()
+    try {
+      await a.query('begin isolation level repeatable read')
+      await a.query('select 1') // the snapshot
+      expect(await inTransaction('commit', (c) => effects.record(c, key))).toBe(true)
+      await expect(effects.record(a, key)).rejects.toMatchObject({ code: '40001' })
+      await a.query('rollback')
+      await a.query('begin isolation level repeatable read')
+      expect(await effects.record(a, key)).toBe(false)
+      await a.query('commit')
+      expect(await ledger(key)).toBe(1)
+    } finally {
+      await a.query('rollback').catch(() => {})
+      a.release()
+    }
+  })
 })

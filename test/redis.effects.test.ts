@@ -162,6 +162,28 @@ describe.skipIf(!ok)('effects with the Redis layer on', () => {
       }, 5_000, 'effects.record answered from Redis')
     })
 
+    it('a REPEATABLE READ transaction whose snapshot predates the recording is answered false from Redis (Postgres: 40001)', async () => {
+      const k = key('rr')
+      const a = await clients.connect()
+      try {
+        await a.query('begin isolation level repeatable read')
+        await a.query('select 1') // the snapshot
+        expect(await record(k)).toBe(true)
+        // The entry as ctx.effect writes it once its transaction found the key recorded (written in the background).
+        effects.repeatedEffect(k)
+        await until(async () => {
+          const hits = effects.cacheOutcomes.get('hit')
+          expect(await record(k)).toBe(false)
+          return effects.cacheOutcomes.get('hit') === hits + 1
+        }, 5_000, 'effects.record answered from Redis')
+        expect(await effects.record(a, k)).toBe(false)
+        await a.query('commit')
+      } finally {
+        await a.query('rollback').catch(() => {})
+        a.release()
+      }
+    })
+
     it('a ledger row deleted by hand is recorded and its effect applied again once the NOTIFY is in', async () => {
       const k = key('refund')
       expect(await runJob(k)).toEqual(['ran', 'ran'])
