@@ -2,6 +2,7 @@
 
 import { randomBytes } from 'node:crypto'
 import pg from 'pg'
+import { prepareListenSession } from '../db/listen-config.js'
 import { sqlFor } from '../db/sql-files.js'
 import type { Logger } from '../logger.js'
 import { FAILED, type RedisGate } from './breaker.js'
@@ -118,8 +119,9 @@ export class EpochListener {
     })
     try {
       await client.connect()
-      // A connection string's own application_name wins over the config: the session names itself.
-      await client.query("select set_config('application_name', $1, false)", [this.config.application_name ?? 'pgonce-cache'])
+      // A connection string's own application_name wins over the config: the session names itself (and sets the
+      // server's keepalives, so that a vanished process's session ends soon).
+      await prepareListenSession(client, this.schema, this.config.application_name ?? 'pgonce-cache')
       await client.query(`listen "${this.channel}"`)
       await client.query(sqlFor('cache-listen', this.schema))
       if (this.stopped) throw new Error('stopped')

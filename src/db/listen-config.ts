@@ -1,6 +1,7 @@
 // The settings of a dedicated LISTEN connection (a Worker's notifier, the Redis layer's epoch listener).
 
 import type pg from 'pg'
+import { sqlFor } from './sql-files.js'
 
 /**
  * The pool's own settings (or `connectionString` when the connection must go elsewhere, e.g. straight to PostgreSQL
@@ -15,4 +16,18 @@ export function listenConfig(pool: pg.Pool, connectionString: string | null, app
     keepAlive: true,
     keepAliveInitialDelayMillis: 10_000,
   }
+}
+
+/**
+ * The server's TCP keepalives on a LISTEN session: first probe after 10 s idle, then every 5 s, given up after 3
+ * unanswered (and after 25 s of unacknowledged data): a vanished peer's session ends within ~25 s. Shorter would end
+ * sessions on a network blip (a reconnect, and the hand-offs it missed given back); longer keeps a gone worker's
+ * hand-off lock, and the adds handed to it waiting for their lease, for longer.
+ */
+const KEEPALIVE = { idleS: '10', intervalS: '5', count: '3', userTimeoutMs: '25000' }
+
+/** Names a LISTEN session (`applicationName`; null: as it is) and sets its server-side keepalives (sql/listen-session.sql). */
+export async function prepareListenSession(client: pg.Client, schema: string, applicationName: string | null): Promise<void> {
+  await client.query(sqlFor('listen-session', schema),
+    [applicationName, KEEPALIVE.idleS, KEEPALIVE.intervalS, KEEPALIVE.count, KEEPALIVE.userTimeoutMs])
 }

@@ -1,6 +1,7 @@
 // One dedicated LISTEN connection per worker: wake-ups and hand-offs by NOTIFY, the idle slot that asks adds to send them, reconnection with backoff.
 
 import pg from 'pg'
+import { prepareListenSession } from '../db/listen-config.js'
 import { sqlFor } from '../db/sql-files.js'
 import type { Logger } from '../logger.js'
 
@@ -147,11 +148,9 @@ export class Notifier {
       })
       try {
         await client.connect()
-        // pg lets a connection string's own parameters win over the config, application_name included: name the
-        // session explicitly, so that the listener is 'pgonce-listener <worker id>' whatever the string says.
-        if (this.config.application_name !== undefined) {
-          await client.query("select set_config('application_name', $1, false)", [this.config.application_name])
-        }
+        // pg lets a connection string's own parameters win over the config, application_name included: the session
+        // names itself ('pgonce-listener <worker id>' whatever the string says) and sets the server's keepalives.
+        await prepareListenSession(client, this.schema, this.config.application_name ?? null)
         // The channel comes from an allow-listed schema name; quoted because it contains ':'.
         await client.query(`listen "${this.channel}"`)
         const { rows } = await client.query<{ backend_pid: number }>(sqlFor('register-listener', this.schema),

@@ -1,0 +1,100 @@
+// A worker whose host vanishes without closing its sockets (powered off, cut off by the network): its LISTEN session
+// stays open on the server until TCP gives up on it, and with it the advisory locks that say "this worker sleeps with a
+// free slot". While they live, plain adds are handed to that worker and wait for their lease. The session sets
+// server-side TCP keepalives (sql/listen-session.sql), so the server ends it within about half a minute instead of the
+// kernel's default two hours, and the next adds go to a worker that is alive.
+//
+// The partition is real: iptables drops every packet of the worker's LISTEN connection, both ways (root only; skipped
+// without iptables, or a failure naming the install command when REQUIRE_IPTABLES=1, as in CI).
+
+import { spawnSync } from 'node:child_process'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { Queue, Worker } from '../../src/index.js'
+import { exited, spawnFixture, waitFor, waitForState } from '../fixtures/worker-helpers.js'
+import { type TestSchema, freshSchema } from '../support/schema.js'
+
+const IPTABLES_INSTALL_HINT = 'apt-get install -y iptables (and run the tests as root)'
+const iptables = spawnSync('iptables', ['-w', '-L', 'OUTPUT', '-n'], { stdio: 'ignore' }).status === 0
+const required = process.env.REQUIRE_IPTABLES === '1'
+
+describe.runIf(!iptables && required)('iptables (required: REQUIRE_IPTABLES=1)', () => {
+  it('is usable', () => {
+    throw new Error(`iptables is not usable but REQUIRE_IPTABLES=1: ${IPTABLES_INSTALL_HINT}`)
+  })
+})
+
+/** The iptables rules that drop both directions of the TCP connection between 127.0.0.1:`port` and the server. */
+function dropRules(serverPort: number, clientPort: number): string[][] {
+  return [
+    ['OUTPUT', '-p', 'tcp', '-s', '127.0.0.1', '-d', '127.0.0.1', '--sport', String(clientPort), '--dport', String(serverPort), '-j', 'DROP'],
+    ['OUTPUT', '-p', 'tcp', '-s', '127.0.0.1', '-d', '127.0.0.1', '--sport', String(serverPort), '--dport', String(clientPort), '-j', 'DROP'],
+  ]
+}
+
+function iptablesRun(action: '-A' | '-D', rule: string[]): void {
+  const r = spawnSync('iptables', ['-w', action, ...rule], { encoding: 'utf8' })
+  if (r.status !== 0 && action === '-A') throw new Error(`iptables ${action} ${rule.join(' ')}: ${r.stderr}`)
+}
+
+describe.skipIf(!iptables)(`a partitioned worker${iptables ? '' : ` (skipped: iptables not usable; ${IPTABLES_INSTALL_HINT})`}`, () => {
+  let db: TestSchema
+
+  beforeAll(async () => {
+    db = await freshSchema('fault_partitioned_listener')
+  })
+  afterAll(async () => {
+    await db?.drop()
+  })
+
+  it('its LISTEN session ends on the server within ~30 s, and plain adds then go to a live worker', async () => {
+    const url = new URL(db.url)
+    if (url.hostname !== '127.0.0.1' && url.hostname !== 'localhost') return // the rules below name 127.0.0.1
+    const serverPort = Number(url.port || 5432)
+    await db.pool.query(`create table "${db.schema}".handled (job_id bigint not null, pid int not null, attempt int not null)`)
+    const queue = new Queue('partitioned', { connectionString: db.url, schema: db.schema, migrate: false })
+    // The worker whose host goes away: a process of its own, stopped (SIGSTOP) once its LISTEN connection is cut, so
+    // that it neither polls nor claims any more, as if powered off.
+    const child = spawnFixture('worker-child.ts', { PGONCE_URL: db.url, PGONCE_SCHEMA: db.schema, QUEUE: 'partitioned',
+      LEASE_MS: '600000', MAINTENANCE_MS: '0', POLL_MS: '200' })
+    let live: Worker | undefined
+    const rules: string[][] = []
+    try {
+      // It takes hand-offs: a plain add reaches it active.
+      await waitFor(async () => (await queue.add('probe', {})).state === 'active', 60_000, 'a hand-off to the first worker')
+      const { rows } = await db.pool.query<{ pid: number; port: number }>(
+        `select a.pid, a.client_port as port from "${db.schema}".worker_listeners w join pg_stat_activity a on a.pid = w.backend_pid
+         where w.queue = 'partitioned'`)
+      expect(rows).toHaveLength(1)
+      const { pid, port } = rows[0] as { pid: number; port: number }
+      expect(port).toBeGreaterThan(0)
+      for (const rule of dropRules(serverPort, port)) {
+        iptablesRun('-A', rule)
+        rules.push(rule)
+      }
+      child.kill('SIGSTOP')
+      const cut = Date.now()
+
+      // The server notices the silent peer by itself (keepalives unanswered), ends the session, and its locks go.
+      await waitFor(async () => (await db.pool.query('select 1 from pg_stat_activity where pid = $1', [pid])).rowCount === 0,
+        60_000, 'the server to end the partitioned LISTEN session')
+      expect(Date.now() - cut).toBeLessThan(45_000)
+
+      // A live worker: the next plain add is handed to it (or claimed by it), not to the one that is gone.
+      const ranBy: string[] = []
+      live = new Worker('partitioned', async (job) => { ranBy.push(job.id) },
+        { connectionString: db.url, schema: db.schema, migrate: false, pollIntervalMs: 200 })
+      await live.run()
+      await waitFor(() => live?.listenerPid !== null, 10_000, 'the live worker\'s LISTEN session')
+      const job = await queue.add('after', {})
+      const done = await waitForState(db, job.id, 'completed', 10_000)
+      expect(done.attempts).toBe(1)
+      expect(ranBy).toContain(job.id)
+    } finally {
+      for (const rule of rules) iptablesRun('-D', rule)
+      child.kill('SIGKILL')
+      await exited(child)
+      await live?.close()
+      await queue.close()
+    }
+  }, 120_000)
+})
