@@ -102,7 +102,7 @@ create table pgonce.jobs (
   constraint jobs_dedup_key_bytes CHECK (((dedup_key IS NULL) OR ((octet_length(dedup_key) >= 1) AND (octet_length(dedup_key) <= 255)))) NOT VALID,
   constraint jobs_job_id_bytes CHECK (((job_id IS NULL) OR ((octet_length(job_id) >= 1) AND (octet_length(job_id) <= 255)))) NOT VALID,
   constraint jobs_name_bytes CHECK (((octet_length(name) >= 1) AND (octet_length(name) <= 255))) NOT VALID,
-  constraint jobs_queue_name CHECK ((queue ~ '^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$'::text)) NOT VALID,
+  constraint jobs_queue_name CHECK (((octet_length(queue) <= 128) AND (queue ~ '^[A-Za-z0-9][A-Za-z0-9_.:-]*$'::text))) NOT VALID,
   constraint jobs_state_check CHECK ((state = ANY (ARRAY['waiting'::text, 'delayed'::text, 'waiting-children'::text, 'claimed'::text, 'active'::text, 'completed'::text, 'failed'::text, 'cancelled'::text])))
 );
 comment on table pgonce.jobs is 'One row per job generation. state: waiting|delayed|waiting-children|claimed|active|completed|failed|cancelled (claimed: leased by a worker, handler not started). attempts counts handler starts.';

@@ -228,7 +228,8 @@ describe('add_job() from SQL', () => {
 
   it('the table refuses from SQL what queue.add refuses: a queue name off the pattern, an empty or 256-byte name, jobId or key', async () => {
     const tries: Array<[string, string]> = [
-      ['bad queue!', 'push'], ['', 'push'], ['q', ''], ['q', 'é'.repeat(128)],
+      ['bad queue!', 'push'], ['', 'push'], ['_q', 'push'], ['qé', 'push'], ['q'.repeat(129), 'push'],
+      ['q', ''], ['q', 'é'.repeat(128)],
     ]
     for (const [queue, name] of tries) {
       const err = await db.pool.query(`select "${db.schema}".add_job(queue => $1, name => $2)`, [queue, name]).catch((e: unknown) => e)
@@ -241,6 +242,11 @@ describe('add_job() from SQL', () => {
     }
     const { rows } = await db.pool.query(`select count(*)::int as n from "${db.schema}".jobs where queue = 'q'`)
     expect(rows[0].n).toBe(0)
+    // The longest and the widest names the pattern allows are stored.
+    for (const queue of ['q'.repeat(128), '0a_.:-Z']) {
+      const ok = await db.pool.query(`select (a).outcome from "${db.schema}".add_job(queue => $1, name => 'push') a`, [queue])
+      expect(ok.rows, queue).toEqual([{ outcome: 'added' }])
+    }
   })
 
   it('works with only queue and name, as a trigger or psql would call it', async () => {
