@@ -55,12 +55,16 @@ describe.skipIf(!iptables)(`a partitioned worker${iptables ? '' : ` (skipped: ip
     // The worker whose host goes away: a process of its own, stopped (SIGSTOP) once its LISTEN connection is cut, so
     // that it neither polls nor claims any more, as if powered off.
     const child = spawnFixture('worker-child.ts', { PGONCE_URL: db.url, PGONCE_SCHEMA: db.schema, QUEUE: 'partitioned',
-      LEASE_MS: '600000', MAINTENANCE_MS: '0', POLL_MS: '200' })
+      LEASE_MS: '600000', MAINTENANCE_MS: '0', POLL_MS: '60000' })
     let live: Worker | undefined
     const rules: string[][] = []
     try {
-      // It takes hand-offs: a plain add reaches it active.
-      await waitFor(async () => (await queue.add('probe', {})).state === 'active', 60_000, 'a hand-off to the first worker')
+      // It sleeps with a free slot and takes hand-offs: a plain add reaches it active.
+      await waitFor(async () => (await db.pool.query(`select 1 from "${db.schema}".worker_listeners w
+          where w.queue = 'partitioned' and exists (select 1 from pg_locks l where l.locktype = 'advisory' and l.granted
+            and l.objsubid = 1 and ((l.classid::bigint << 32) | l.objid::bigint) = "${db.schema}"._handoff_key(w.worker_id))`)).rowCount === 1,
+      60_000, 'the first worker to take hand-offs')
+      expect((await queue.add('probe', {})).state).toBe('active')
       const { rows } = await db.pool.query<{ pid: number; port: number }>(
         `select a.pid, a.client_port as port from "${db.schema}".worker_listeners w join pg_stat_activity a on a.pid = w.backend_pid
          where w.queue = 'partitioned'`)
