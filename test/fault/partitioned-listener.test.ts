@@ -23,12 +23,14 @@ describe.runIf(!iptables && required)('iptables (required: REQUIRE_IPTABLES=1)',
   })
 })
 
+/** Every rule this test adds carries this comment, so that one left by a run killed midway can be found and removed. */
+const TAG = 'pgonce-test-partition'
+
 /** The iptables rules that drop both directions of the TCP connection between 127.0.0.1:`port` and the server. */
 function dropRules(serverPort: number, clientPort: number): string[][] {
-  return [
-    ['OUTPUT', '-p', 'tcp', '-s', '127.0.0.1', '-d', '127.0.0.1', '--sport', String(clientPort), '--dport', String(serverPort), '-j', 'DROP'],
-    ['OUTPUT', '-p', 'tcp', '-s', '127.0.0.1', '-d', '127.0.0.1', '--sport', String(serverPort), '--dport', String(clientPort), '-j', 'DROP'],
-  ]
+  const rule = (from: number, to: number) => ['OUTPUT', '-p', 'tcp', '-s', '127.0.0.1', '-d', '127.0.0.1',
+    '--sport', String(from), '--dport', String(to), '-m', 'comment', '--comment', TAG, '-j', 'DROP']
+  return [rule(clientPort, serverPort), rule(serverPort, clientPort)]
 }
 
 function iptablesRun(action: '-A' | '-D', rule: string[]): void {
@@ -36,13 +38,23 @@ function iptablesRun(action: '-A' | '-D', rule: string[]): void {
   if (r.status !== 0 && action === '-A') throw new Error(`iptables ${action} ${rule.join(' ')}: ${r.stderr}`)
 }
 
+/** Removes the rules of earlier runs (a stale one would blackhole whichever later connection reused its port). */
+function removeStaleRules(): void {
+  const listed = spawnSync('iptables', ['-w', '-S', 'OUTPUT'], { encoding: 'utf8' }).stdout ?? ''
+  for (const line of listed.split('\n').filter((l) => l.startsWith('-A OUTPUT ') && l.includes(TAG))) {
+    spawnSync('iptables', ['-w', '-D', ...line.slice(3).split(' ')], { stdio: 'ignore' })
+  }
+}
+
 describe.skipIf(!iptables)(`a partitioned worker${iptables ? '' : ` (skipped: iptables not usable; ${IPTABLES_INSTALL_HINT})`}`, () => {
   let db: TestSchema
 
   beforeAll(async () => {
+    removeStaleRules()
     db = await freshSchema('fault_partitioned_listener')
   })
   afterAll(async () => {
+    removeStaleRules()
     await db?.drop()
   })
 
