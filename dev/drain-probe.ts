@@ -1,19 +1,22 @@
-// A lab probe, not a benchmark: drains N queued no-op jobs with one Worker (concurrency 16) and prints jobs/s and,
-// per statement kind, how many were sent, how many jobs each carried and their mean latency. For before/after checks
-// of the worker's statement pattern (see src/worker/step-batcher.ts); the comparison with peers is bench/.
+// A lab probe, not a benchmark: drains N queued no-op jobs of queue Q with one Worker (concurrency 16) and prints
+// jobs/s, the machine's and the Node process's CPU time over the drain (the rest is mostly PostgreSQL's) and, per
+// statement kind, how many were sent, how many jobs each carried and their mean latency. For before/after checks of
+// the worker's statement pattern (see src/worker/step-batcher.ts); the comparison with peers is bench/.
 //
-//   DATABASE_URL=… N=100000 npx tsx --conditions=development dev/drain-probe.ts
+//   DATABASE_URL=… N=100000 Q=notifications npx tsx --conditions=development dev/drain-probe.ts
 
+import { readFileSync } from 'node:fs'
 import pg from 'pg'
 import { Worker, migrate } from '../src/index.js'
 
 const url = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
 const schema = `probe_drain_${Math.random().toString(16).slice(2, 8)}`
 const N = Number(process.env.N ?? 100_000)
+const Q = process.env.Q ?? 'd'
 const admin = new pg.Pool({ connectionString: url, max: 2 })
 await migrate({ connectionString: url, schema })
 try {
-  await admin.query(`insert into "${schema}".jobs (queue, name, data) select 'd', 'n', '{}' from generate_series(1, $1)`, [N])
+  await admin.query(`insert into "${schema}".jobs (queue, name, data) select $2, 'n', '{}' from generate_series(1, $1)`, [N, Q])
   await admin.query(`vacuum analyze "${schema}".jobs`)
   const stats = new Map<string, { n: number; items: number; ms: number }>()
   const pool = new pg.Pool({ connectionString: url, max: 19 })
@@ -38,15 +41,25 @@ try {
     answer.then(() => { s.ms += performance.now() - sent }, () => {})
     return answer
   }
+  /** Busy CPU time of the whole machine so far (user, nice, system, irq, softirq), in ms (/proc/stat, Linux). */
+  const machine = (): number => {
+    const f = (readFileSync('/proc/stat', 'utf8').split('\n')[0] ?? '').trim().split(/\s+/).slice(1).map(Number)
+    return ((f[0] ?? 0) + (f[1] ?? 0) + (f[2] ?? 0) + (f[5] ?? 0) + (f[6] ?? 0)) * 10
+  }
+  const busy0 = machine()
+  const cpu0 = process.cpuUsage()
   let done = 0
   let first = 0
   let last = 0
-  const worker = new Worker('d', async () => { if (first === 0) first = performance.now() }, { pool, schema, concurrency: 16, migrate: false })
+  const worker = new Worker(Q, async () => { if (first === 0) first = performance.now() }, { pool, schema, concurrency: 16, migrate: false })
   worker.on('completed', () => { done++; last = performance.now() })
   while (done < N) await new Promise((resolve) => setTimeout(resolve, 50))
+  const busy = machine() - busy0
+  const cpu = process.cpuUsage(cpu0)
   await worker.close()
   await pool.end()
-  process.stdout.write(`${Math.round((N * 1000) / (last - first))} jobs/s\n`)
+  process.stdout.write(`${Math.round((N * 1000) / (last - first))} jobs/s; CPU per job: machine ${(busy * 1000 / N).toFixed(0)} µs, ` +
+    `Node ${((cpu.user + cpu.system) / N).toFixed(0)} µs\n`)
   for (const [kind, s] of stats) {
     process.stdout.write(`${kind.padEnd(50)} ${String(s.n).padStart(7)} sent, ${(s.items / s.n).toFixed(1).padStart(6)} jobs each, ${(s.ms / s.n).toFixed(2)} ms\n`)
   }
