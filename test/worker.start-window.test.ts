@@ -109,7 +109,7 @@ async function blockedSlots(queue: string): Promise<number> {
   try {
     await worker.run()
     await waitFor(async () => await count('active', 'block') === 4, 30_000, 'the four blocking jobs to start')
-    // The bound is max(50 ms, four start round trips); then the release, and the pace settling.
+    // The bound is max(50 ms, six start round trips); then the release, and the pace settling.
     await new Promise((resolve) => setTimeout(resolve, 600))
     const samples: number[] = []
     for (let i = 0; i < 16; i++) {

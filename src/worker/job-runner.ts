@@ -14,7 +14,11 @@ import type { StepBatcher } from './step-batcher.js'
 import { RunTelemetry } from '../telemetry/run-telemetry.js'
 import { handlerError } from '../errors.js'
 
-/** How long a job started ahead may wait for a slot at least (the bound is four start round trips, or this). */
+/** The start window: the jobs the handlers finish, at their pace, within this many start round trips (see below). */
+const WINDOW_ROUND_TRIPS = 3
+/** A job started ahead that had no slot after this many start round trips (or MIN_AHEAD_MS) is given back. */
+const GIVE_BACK_ROUND_TRIPS = 6
+/** How long a job started ahead may wait for a slot at least. */
 const MIN_AHEAD_MS = 50
 
 /** Processes one job; its return value is stored as the job's result (JSON). */
@@ -32,19 +36,21 @@ export interface RunnerHost {
  * not return (superseded by a replace, cancelled, removed, or its lease taken over) is dropped without running.
  *
  * The start window: a start costs a round trip, and a slot waiting for it idles. So the worker starts (and a claim
- * makes active) as many jobs beyond the free slots as its handlers finish within one start round trip at their pace
- * (Pace.finishedWithin), at most `batchSize`; they wait for a slot in `ready`, about as long as their own start would
- * have taken. Slow handlers get no window, nor does a worker whose pace is not known yet. A wrong pace (fast jobs,
- * then a slow one) is bounded: a job that had no slot after four start round trips (at least MIN_AHEAD_MS) is given
- * back, its run not counted. 100,000 no-op jobs, concurrency 16, 2-core VM: 16,251-17,747 jobs/s against 11,797 /
- * 13,772 without the window (dev/drain-probe.ts: 37.6 starts per statement, not 15.8); W4 17,369 against 13,862.
+ * makes active) as many jobs beyond the free slots as its handlers finish within WINDOW_ROUND_TRIPS start round trips
+ * at their pace (Pace.finishedWithin), at most `batchSize`; they wait for a slot in `ready`, about that long. Slow
+ * handlers get no window, nor does a worker whose pace is not known yet. A wrong pace (fast jobs, then a slow one) is
+ * bounded: a job that had no slot after GIVE_BACK_ROUND_TRIPS start round trips (at least MIN_AHEAD_MS) is given
+ * back, its run not counted. 100,000 no-op jobs, concurrency 16, 2-core VM (dev/drain-probe.ts): a window of one
+ * round trip gave 16,251-17,747 jobs/s against 11,797 / 13,772 without (2026-12-01); three (and the bound at six
+ * instead of four) 13,799-14,131 against 10,727-11,084 for one on a slower day (2026-12-02, alternated pairs; CPU
+ * per job 109-113 against 153-156 µs; ~320 start statements of ~132 jobs instead of ~2,400 of ~41; no give-back).
  */
 export class JobRunner<Data, Result> {
   /** Every job claimed and not yet settled. */
   readonly held = new HeldJobs<Data>()
   private readonly buffer = new Fifo<HeldJob<Data>>()
   /** Started (active in the database), waiting for a free slot: the start window. */
-  private readonly ready = new StartedAhead<HeldJob<Data>>(() => Math.max(MIN_AHEAD_MS, 4 * this.steps.startMs),
+  private readonly ready = new StartedAhead<HeldJob<Data>>(() => Math.max(MIN_AHEAD_MS, GIVE_BACK_ROUND_TRIPS * this.steps.startMs),
     (late) => void this.giveBack(late))
   private running = 0
   private starting = 0
@@ -71,7 +77,7 @@ export class JobRunner<Data, Result> {
 
   /** Starts the worker may send now: the free slots plus the start window (see the class comment). */
   private get startRoom(): number {
-    return this.free + this.pace.finishedWithin(this.steps.startMs, this.batchSize)
+    return this.free + this.pace.finishedWithin(WINDOW_ROUND_TRIPS * this.steps.startMs, this.batchSize)
   }
 
   /**
@@ -86,9 +92,11 @@ export class JobRunner<Data, Result> {
 
   /**
    * What to claim next: the free slots plus a prefetch sized to the handlers' pace (see Pace) and at least the floor,
-   * at most `batchSize` per statement and `concurrency + batchSize` held in all. While jobs are buffered it waits until it wants at least half
-   * the prefetch: one claim is in flight at a time, and a small top-up claim would hold that turn while a large batch
-   * is worked off. Reserves the slots of the jobs the claim will start.
+   * at most `batchSize` per statement and `concurrency + batchSize` held in all. While it holds any job (buffered,
+   * started, running or being completed) it waits until it wants at least half the prefetch: one claim is in flight at
+   * a time, and a small top-up claim would hold that turn while a large batch is worked off (with the wider start
+   * window, claims of one job went out whenever completions filled the cap on held jobs). Reserves the slots of the
+   * jobs the claim will start.
    */
   demand(): Demand {
     if (!this.accepting) return { limit: 0, startNow: 0, busy: false }
@@ -97,7 +105,7 @@ export class JobRunner<Data, Result> {
     const prefetch = Math.max(this.pace.prefetch(this.batchSize), this.prefetchFloor)
     const limit = Math.min(this.batchSize, free + prefetch - buffered, this.concurrency + this.batchSize - this.held.size)
     const waiting = buffered + this.starting + this.ready.length
-    if (limit <= 0 || (waiting > 0 && limit < Math.min(this.batchSize, Math.ceil(prefetch / 2)))) return { limit: 0, startNow: 0, busy: false }
+    if (limit <= 0 || (this.held.size > 0 && limit < Math.min(this.batchSize, Math.ceil(prefetch / 2)))) return { limit: 0, startNow: 0, busy: false }
     // Buffered jobs take the free slots (and the start window) first.
     const startNow = Math.min(Math.max(0, this.startRoom - buffered), limit)
     this.reserved += startNow
