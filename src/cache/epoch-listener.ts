@@ -119,8 +119,7 @@ export class EpochListener {
     })
     try {
       await client.connect()
-      // A connection string's own application_name wins over the config: the session names itself (and sets the
-      // server's keepalives, so that a vanished process's session ends soon).
+      // Names the session (a connection string's application_name would win) and sets the server's keepalives.
       await prepareListenSession(client, this.schema, this.config.application_name ?? 'pgonce-cache')
       await client.query(`listen "${this.channel}"`)
       await client.query(sqlFor('cache-listen', this.schema))

@@ -18,8 +18,7 @@ import { handlerError } from '../errors.js'
 const WINDOW_ROUND_TRIPS = 3
 /** A job started ahead that had no slot after this many start round trips (or MIN_AHEAD_MS) is given back. */
 const GIVE_BACK_ROUND_TRIPS = 6
-/** How long a job started ahead may wait for a slot at least. */
-const MIN_AHEAD_MS = 50
+const MIN_AHEAD_MS = 50 // the least a job started ahead may wait for a slot
 
 /** Processes one job; its return value is stored as the job's result (JSON). */
 export type Handler<Data, Result> = (job: Job<Data>, ctx: JobContext) => Result | Promise<Result>
@@ -40,10 +39,8 @@ export interface RunnerHost {
  * at their pace (Pace.finishedWithin), at most `batchSize`; they wait for a slot in `ready`, about that long. Slow
  * handlers get no window, nor does a worker whose pace is not known yet. A wrong pace (fast jobs, then a slow one) is
  * bounded: a job that had no slot after GIVE_BACK_ROUND_TRIPS start round trips (at least MIN_AHEAD_MS) is given
- * back, its run not counted. 100,000 no-op jobs, concurrency 16, 2-core VM (dev/drain-probe.ts): a window of one
- * round trip gave 16,251-17,747 jobs/s against 11,797 / 13,772 without (2026-12-01); three (and the bound at six
- * instead of four) 13,799-14,131 against 10,727-11,084 for one on a slower day (2026-12-02, alternated pairs; CPU
- * per job 109-113 against 153-156 µs; ~320 start statements of ~132 jobs instead of ~2,400 of ~41; no give-back).
+ * back, its run not counted. Three round trips rather than one: a 100,000-job drain 1.28x faster, starts of ~132 jobs
+ * instead of ~41 (bench/README.md, "Won back: a start window of three round trips").
  */
 export class JobRunner<Data, Result> {
   /** Every job claimed and not yet settled. */
