@@ -7,18 +7,12 @@ import type { Demand } from './fetcher.js'
 import { Fifo } from './fifo.js'
 import { HeldJobs } from './held-jobs.js'
 import { type ClaimedRow, claimedToJobRow } from './job-store.js'
-import { Pace } from './pace.js'
+import { Slots } from './slots.js'
 import { StartedAhead } from './started-ahead.js'
 import type { Settler } from './settler.js'
 import type { StepBatcher } from './step-batcher.js'
 import { RunTelemetry } from '../telemetry/run-telemetry.js'
 import { handlerError } from '../errors.js'
-
-/** The start window: the jobs the handlers finish, at their pace, within this many start round trips (see below). */
-const WINDOW_ROUND_TRIPS = 3
-/** A job started ahead that had no slot after this many start round trips (or MIN_AHEAD_MS) is given back. */
-const GIVE_BACK_ROUND_TRIPS = 6
-const MIN_AHEAD_MS = 50 // the least a job started ahead may wait for a slot
 
 /** Processes one job; its return value is stored as the job's result (JSON). */
 export type Handler<Data, Result> = (job: Job<Data>, ctx: JobContext) => Result | Promise<Result>
@@ -30,89 +24,48 @@ export interface RunnerHost {
 }
 
 /**
- * Slots: `concurrency` handlers run at once. Claimed-ahead jobs wait in the buffer (state 'claimed', still pending)
- * until the worker starts them: one statement starts the jobs asked for in a turn of the event loop, and a job it does
- * not return (superseded by a replace, cancelled, removed, or its lease taken over) is dropped without running.
- *
- * The start window: a start costs a round trip, and a slot waiting for it idles. So the worker starts (and a claim
- * makes active) as many jobs beyond the free slots as its handlers finish within WINDOW_ROUND_TRIPS start round trips
- * at their pace (Pace.finishedWithin), at most `batchSize`; they wait for a slot in `ready`, about that long. Slow
- * handlers get no window, nor does a worker whose pace is not known yet. A wrong pace (fast jobs, then a slow one) is
- * bounded: a job that had no slot after GIVE_BACK_ROUND_TRIPS start round trips (at least MIN_AHEAD_MS) is given
- * back, its run not counted. Three round trips rather than one: a 100,000-job drain 1.28x faster, starts of ~132 jobs
- * instead of ~41 (bench/README.md, "Won back: a start window of three round trips").
+ * Claimed-ahead jobs wait in the buffer (state 'claimed', still pending) until the worker starts them: one statement
+ * starts the jobs asked for in a turn of the event loop, and a job it does not return (superseded by a replace,
+ * cancelled, removed, or its lease taken over) is dropped without running. Started jobs wait in `ready` for a handler
+ * slot. How many slots are free, how far ahead to start and what to claim next: Slots (src/worker/slots.ts).
  */
 export class JobRunner<Data, Result> {
   /** Every job claimed and not yet settled. */
   readonly held = new HeldJobs<Data>()
   private readonly buffer = new Fifo<HeldJob<Data>>()
   /** Started (active in the database), waiting for a free slot: the start window. */
-  private readonly ready = new StartedAhead<HeldJob<Data>>(() => Math.max(MIN_AHEAD_MS, GIVE_BACK_ROUND_TRIPS * this.steps.startMs),
-    (late) => void this.giveBack(late))
-  private running = 0
-  private starting = 0
-  private reserved = 0
-  private readonly pace = new Pace()
+  private readonly ready = new StartedAhead<HeldJob<Data>>(() => this.slots.giveBackAfterMs(), (late) => void this.giveBack(late))
+  private readonly slots: Slots
   private accepting = true
 
   constructor(
     private readonly handler: Handler<Data, Result>,
-    private readonly concurrency: number,
-    private readonly batchSize: number,
+    concurrency: number,
+    batchSize: number,
     private readonly services: ContextServices,
     private readonly settler: Settler<Data, Result>,
     private readonly steps: StepBatcher,
     private readonly owner: JobOwner,
     private readonly host: RunnerHost,
     private readonly logger: Logger,
-  ) {}
-
-  /** Slots that no running handler, start in flight, started job or claim in flight has taken (may be negative). */
-  private get free(): number {
-    return this.concurrency - this.running - this.starting - this.reserved - this.ready.length
+  ) {
+    const runner = this
+    this.slots = new Slots(concurrency, batchSize, {
+      get buffered() { return runner.buffer.length },
+      get ready() { return runner.ready.length },
+      get held() { return runner.held.size },
+      get accepting() { return runner.accepting },
+    }, () => steps.startMs)
   }
 
-  /** Starts the worker may send now: the free slots plus the start window (see the class comment). */
-  private get startRoom(): number {
-    return this.free + this.pace.finishedWithin(WINDOW_ROUND_TRIPS * this.steps.startMs, this.batchSize)
-  }
-
-  /**
-   * Jobs worth holding ahead at least: claimed-ahead jobs are pending (a replace supersedes them, an idle worker takes
-   * them over), so holding some costs little, while every claim has a fixed cost; 16 per slot, at most half a batch.
-   * Measured on a 1,000,000-job backlog with no-op handlers at concurrency 16 (bench/README.md): about 9,000 jobs/s
-   * with the pace alone, which settles low once every start costs a round trip, against about 18,000 with this floor.
-   */
-  private get prefetchFloor(): number {
-    return Math.min(Math.ceil(this.batchSize / 2), 16 * this.concurrency)
-  }
-
-  /**
-   * What to claim next: the free slots plus a prefetch sized to the handlers' pace (see Pace) and at least the floor,
-   * at most `batchSize` per statement and `concurrency + batchSize` held in all. While it holds any job (buffered,
-   * started, running or being completed) it waits until it wants at least half the prefetch: one claim is in flight at
-   * a time, and a small top-up claim would hold that turn while a large batch is worked off (with the wider start
-   * window, claims of one job went out whenever completions filled the cap on held jobs). Reserves the slots of the
-   * jobs the claim will start.
-   */
+  /** What to claim next (see Slots.demand). */
   demand(): Demand {
-    if (!this.accepting) return { limit: 0, startNow: 0, busy: false }
-    const buffered = this.buffer.length
-    const free = Math.max(0, this.free)
-    const prefetch = Math.max(this.pace.prefetch(this.batchSize), this.prefetchFloor)
-    const limit = Math.min(this.batchSize, free + prefetch - buffered, this.concurrency + this.batchSize - this.held.size)
-    const waiting = buffered + this.starting + this.ready.length
-    if (limit <= 0 || (this.held.size > 0 && limit < Math.min(this.batchSize, Math.ceil(prefetch / 2)))) return { limit: 0, startNow: 0, busy: false }
-    // Buffered jobs take the free slots (and the start window) first.
-    const startNow = Math.min(Math.max(0, this.startRoom - buffered), limit)
-    this.reserved += startNow
-    return { limit, startNow, busy: this.running > 0 || waiting > 0 }
+    return this.slots.demand()
   }
 
   /** A claim returned: the active rows run on the free slots (or wait in `ready`), the claimed ones wait for a start. */
   claimed(rows: ClaimedRow[], demand: Demand, latencyMs: number): void {
-    this.reserved -= demand.startNow
-    if (demand.limit > 0 && latencyMs > 0) this.pace.claimReturned(latencyMs, demand.busy)
+    this.slots.claimReturned(demand, latencyMs)
     for (const row of rows) {
       const h = new HeldJob<Data>(row, new Job<Data>(claimedToJobRow(row), null, this.owner), this.services)
       this.held.set(row.lock_token, h)
@@ -124,7 +77,7 @@ export class JobRunner<Data, Result> {
 
   /** Whether a hand-off would run at once: the worker is not closing and a handler slot is free. */
   canTakeHandOff(): boolean {
-    return this.accepting && this.free > 0
+    return this.accepting && this.slots.free > 0
   }
 
   /**
@@ -153,12 +106,12 @@ export class JobRunner<Data, Result> {
    */
   private fill(): void {
     if (!this.accepting) return
-    while (this.running < this.concurrency && this.ready.length > 0) {
+    while (this.slots.handlerFree && this.ready.length > 0) {
       const h = this.ready.shift() as HeldJob<Data>
       if (h.lost) this.settled(h)
       else void this.execute(h)
     }
-    let room = this.startRoom
+    let room = this.slots.startRoom
     while (room > 0 && this.buffer.length > 0) {
       const h = this.buffer.shift() as HeldJob<Data>
       if (h.lost) {
@@ -172,9 +125,9 @@ export class JobRunner<Data, Result> {
       }
       room--
       h.phase = 'starting'
-      this.starting++
+      this.slots.starting++
       void this.steps.start(h.id, h.token).then((attempts) => {
-        this.starting--
+        this.slots.starting--
         if (attempts !== null && this.accepting) {
           h.job = new Job<Data>({ ...claimedToJobRow(h.row, 'active'), attempts }, null, this.owner)
           this.readied(h)
@@ -218,7 +171,7 @@ export class JobRunner<Data, Result> {
   }
 
   private async execute(h: HeldJob<Data>): Promise<void> {
-    this.running++
+    this.slots.running++
     h.phase = 'running'
     const run = new RunTelemetry(h.row.queue, {
       id: h.id, name: h.row.name, attempts: h.job.attempts, runAtMs: h.row.run_at_ms, traceContext: h.row.trace_context,
@@ -243,8 +196,8 @@ export class JobRunner<Data, Result> {
   /** Frees the handler's slot at once: its outcome is written in the background (batched). */
   private handlerDone(h: HeldJob<Data>): void {
     h.phase = 'settling'
-    this.running--
-    this.pace.jobFinished()
+    this.slots.running--
+    this.slots.pace.jobFinished()
     this.fill()
     this.host.capacityChanged()
   }
@@ -295,6 +248,6 @@ export class JobRunner<Data, Result> {
   }
 
   private async startsSettled(): Promise<void> {
-    while (this.starting > 0) await new Promise((resolve) => setTimeout(resolve, 5))
+    while (this.slots.starting > 0) await new Promise((resolve) => setTimeout(resolve, 5))
   }
 }
