@@ -17,5 +17,6 @@ with picked as (
   where j.ctid = any(array(select ctid from picked)) and j.state = 'claimed'
   returning j
 )
-select x.* from stolen c, lateral :PGONCE_SCHEMA._as_claimed(c.j) x
+select x.*, (extract(epoch from (c.j).run_at) * 1000000)::bigint::text as run_at_us -- the cursor's run_at, as sql/claim-jobs.sql answers it
+from stolen c, lateral :PGONCE_SCHEMA._as_claimed(c.j) x
 order by x.priority, x.run_at_ms, x.id

@@ -95,7 +95,7 @@ describe('runMaintenance', () => {
     const [p1, p2] = await queue.addBulk([{ name: 'p', data: {} }, { name: 'p', data: {} }])
     const child = await queue.add('c', {}, { dependsOn: [p1!.id, p2!.id] })
     const { rows: claimed } = await db.pool.query<{ id: string; lock_token: string }>(
-      sqlFor('claim-jobs', db.schema), ['maint', 100, 100, 60_000, 'test', -2147483648, -1e14, '0'])
+      sqlFor('claim-jobs', db.schema), ['maint', 100, 100, 60_000, 'test', -2147483648, '-100000000000000000', '0'])
     const token = (id: string) => claimed.find((r) => r.id === id)!.lock_token
     const a = new pg.Client({ connectionString: db.url })
     const b = new pg.Client({ connectionString: db.url })

@@ -18,7 +18,7 @@ afterAll(async () => {
   await db.drop()
 })
 
-const HEAD = [-2147483648, -1e14, '0'] as const
+const HEAD = [-2147483648, '-100000000000000000', '0'] as const
 
 describe('claim-jobs', () => {
   it('starts the first startNow jobs (active, run counted) and claims the rest ahead (claimed, run not counted), in fetch order', async () => {
@@ -42,12 +42,12 @@ describe('claim-jobs', () => {
     const queue = new Queue('cursor', { connectionString: db.url, schema: db.schema, migrate: false })
     try {
       const [a, b] = await queue.addBulk([{ name: 'a', data: {} }, { name: 'b', data: {} }])
-      const { rows: [first] } = await db.pool.query<{ id: string; priority: number; run_at_ms: number }>(
+      const { rows: [first] } = await db.pool.query<{ id: string; priority: number; run_at_us: string }>(
         sqlFor('claim-jobs', db.schema), ['cursor', 1, 1, 30_000, 'w', ...HEAD])
       expect(first!.id).toBe(a!.id)
       const urgent = await queue.add('urgent', {}, { priority: 0 })
       await db.pool.query(`update "${db.schema}".jobs set priority = 5 where id = $1`, [b!.id])
-      const cursor = [first!.priority, first!.run_at_ms - 0.001, first!.id]
+      const cursor = [first!.priority, first!.run_at_us, first!.id]
       const { rows: fromCursor } = await db.pool.query<{ id: string }>(sqlFor('claim-jobs', db.schema), ['cursor', 10, 10, 30_000, 'w', ...cursor])
       // b (now priority 5) sorts after the cursor; urgent (priority 0, added later) too: same priority, later run_at.
       expect(fromCursor.map((r) => r.id)).toEqual([urgent.id, b!.id])
@@ -58,6 +58,36 @@ describe('claim-jobs', () => {
       expect(fromHead.map((r) => r.id)).toEqual([a!.id])
     } finally {
       await queue.close()
+    }
+  })
+
+  it('seeks exactly past its cursor when many jobs share one run_at (a bulk load): the rows earlier claims took are not read again', async () => {
+    // One INSERT … SELECT: every row has the same run_at. A cursor that is not exact on run_at (a rounded ms figure
+    // stepped back to be safe) puts all of them after it, and every claim reads the index entries of the 20,000 rows
+    // claimed before (dead, or marked killed once a scan has seen them dead: ~100 index pages either way).
+    await db.pool.query(`insert into "${db.schema}".jobs (queue, name, data) select 'shared', 'n', '{}' from generate_series(1, 30000)`)
+    const { rows: taken } = await db.pool.query<{ id: string; priority: number; run_at_us: string }>(
+      sqlFor('claim-jobs', db.schema), ['shared', 20_000, 20_000, 30_000, 'w', ...HEAD])
+    expect(taken).toHaveLength(20_000)
+    const last = taken[19_999]!
+    const { rows: next } = await db.pool.query<{ id: string }>(
+      `select id::text from "${db.schema}".jobs where queue = 'shared' and state = 'waiting' order by id limit 10`)
+    const client = await db.pool.connect()
+    try {
+      await client.query('begin')
+      const { rows: [plan] } = await client.query<{ 'QUERY PLAN': unknown }>(`explain (analyze, buffers, format json) ${sqlFor('claim-jobs', db.schema)}`,
+        ['shared', 10, 10, 30_000, 'w', last.priority, last.run_at_us, last.id])
+      const scan = findNode(plan!['QUERY PLAN'], (n) => n['Index Name'] === 'jobs_due')
+      expect(scan?.['Actual Rows']).toBe(10)
+      // The seek lands on the 20,001st row: a descent of the index and the ten rows' pages (measured: 4 pages, against 124 for a cursor 1 µs early).
+      expect(Number(scan?.['Shared Hit Blocks']) + Number(scan?.['Shared Read Blocks'])).toBeLessThan(30)
+      // And it took the next ten in fetch order: none skipped, none taken twice.
+      const { rows: claimed } = await client.query<{ id: string }>(
+        `select id::text from "${db.schema}".jobs where queue = 'shared' and state <> 'waiting' and id > $1 order by id`, [last.id])
+      expect(claimed).toEqual(next)
+    } finally {
+      await client.query('rollback')
+      client.release()
     }
   })
 
@@ -122,3 +152,11 @@ describe('claim-jobs', () => {
     }
   })
 })
+
+type PlanNode = Record<string, unknown> & { Plans?: PlanNode[] }
+
+/** The first node of an EXPLAIN (FORMAT JSON) plan, depth first, that matches. */
+function findNode(explained: unknown, match: (n: PlanNode) => boolean): PlanNode | undefined {
+  const walk = (n: PlanNode): PlanNode | undefined => (match(n) ? n : (n.Plans ?? []).map(walk).find((x) => x !== undefined))
+  return walk((explained as { Plan: PlanNode }[])[0]!.Plan)
+}

@@ -1,7 +1,7 @@
 // The worker's claim loop: when to claim, how many, from where in the queue, and how an idle worker sleeps and wakes.
 
 import type { Logger } from '../logger.js'
-import { type ClaimCursor, type ClaimedRow, HEAD, type JobStore } from './job-store.js'
+import { type ClaimCursor, type ClaimedRow, type FetchedRow, HEAD, type JobStore } from './job-store.js'
 import type { Notifier } from './notifier.js'
 import { SettlePolls } from './settle.js'
 
@@ -127,13 +127,13 @@ export class Fetcher {
    * A claim; when it finds nothing due and the worker has free slots, it takes what other workers claimed ahead and
    * cannot start yet (an idle worker must not wait while jobs sit in a busy one's buffer).
    */
-  private async claimOrSteal(demand: Demand, from: ClaimCursor): Promise<ClaimedRow[]> {
+  private async claimOrSteal(demand: Demand, from: ClaimCursor): Promise<FetchedRow[]> {
     const rows = await this.store.claim(demand.limit, demand.startNow, from)
     if (rows.length > 0 || demand.startNow === 0) return rows
     return this.store.steal(demand.startNow)
   }
 
-  private returned(rows: ClaimedRow[], demand: Demand, fromHead: boolean, latencyMs: number): void {
+  private returned(rows: FetchedRow[], demand: Demand, fromHead: boolean, latencyMs: number): void {
     this.inFlight = null
     if (this.mode === 'stopped') {
       this.host.claimed(rows, demand, 0)
@@ -141,8 +141,7 @@ export class Fetcher {
     }
     this.retryMs = 100
     const last = rows[rows.length - 1]
-    // 1 µs before the last row's run_at: its ms figure may round up, and the seek must not skip rows that share it.
-    if (last !== undefined) this.cursor = { priority: last.priority, runAtMs: last.run_at_ms - 0.001, id: last.id }
+    if (last !== undefined) this.cursor = { priority: last.priority, runAtUs: last.run_at_us, id: last.id }
     else if (fromHead) this.cursor = HEAD
     if (rows.length >= demand.limit) this.notifier.withdraw()
     const woken = this.wokenDuringClaim

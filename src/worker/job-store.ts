@@ -27,15 +27,22 @@ export interface ClaimedRow {
   created_at_ms: number
 }
 
-/** Where a claim starts in the fetch order (priority, run_at, id). */
+/** A row a claim (or a take-over) returned: a claimed row and its run_at exactly, for the cursor. */
+export interface FetchedRow extends ClaimedRow {
+  /** run_at in microseconds since the epoch (a bigint as text): exact, where run_at_ms is rounded. */
+  run_at_us: string
+}
+
+/** Where a claim starts in the fetch order (priority, run_at, id): after the last row the previous claim returned. */
 export interface ClaimCursor {
   priority: number
-  runAtMs: number
+  /** Microseconds since the epoch (FetchedRow.run_at_us). */
+  runAtUs: string
   id: string
 }
 
-/** The start of the fetch order: every job of the queue sorts after it. */
-export const HEAD: ClaimCursor = { priority: -2_147_483_648, runAtMs: -1e14, id: '0' }
+/** The start of the fetch order: every job of the queue sorts after it (year -1199). */
+export const HEAD: ClaimCursor = { priority: -2_147_483_648, runAtUs: '-100000000000000000', id: '0' }
 
 /** One finished handler's completion. */
 export interface Completion {
@@ -94,15 +101,15 @@ export class JobStore {
    * Claims up to `limit` due jobs after `from` in the fetch order (FOR UPDATE SKIP LOCKED); the first `startNow`
    * come back active, the rest claimed.
    */
-  async claim(limit: number, startNow: number, from: ClaimCursor): Promise<ClaimedRow[]> {
-    const { rows } = await this.run<ClaimedRow>('claim-jobs',
-      [this.queue, limit, startNow, this.leaseMs, this.workerId, from.priority, from.runAtMs, from.id])
+  async claim(limit: number, startNow: number, from: ClaimCursor): Promise<FetchedRow[]> {
+    const { rows } = await this.run<FetchedRow>('claim-jobs',
+      [this.queue, limit, startNow, this.leaseMs, this.workerId, from.priority, from.runAtUs, from.id])
     return rows
   }
 
   /** Takes up to `limit` jobs other workers claimed ahead and have not started, and starts them (all come back active). */
-  async steal(limit: number): Promise<ClaimedRow[]> {
-    const { rows } = await this.run<ClaimedRow>('steal-claimed-jobs', [this.queue, limit, this.leaseMs, this.workerId])
+  async steal(limit: number): Promise<FetchedRow[]> {
+    const { rows } = await this.run<FetchedRow>('steal-claimed-jobs', [this.queue, limit, this.leaseMs, this.workerId])
     return rows
   }
 

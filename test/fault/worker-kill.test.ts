@@ -192,7 +192,7 @@ describe('a stale lock token', () => {
       const job = await queue.add('s', {}, { attempts: 5 })
       const claim = async (): Promise<string> => {
         const { rows } = await db.pool.query<{ lock_token: string }>(sqlFor('claim-jobs', s),
-          ['stale', 1, 1, 60_000, 'manual', -2_147_483_648, -1e14, '0'])
+          ['stale', 1, 1, 60_000, 'manual', -2_147_483_648, '-100000000000000000', '0'])
         expect(rows).toHaveLength(1)
         return rows[0]!.lock_token
       }
