@@ -8,7 +8,7 @@
 -- removable while another transaction holds back the xmin horizon); the worker scans from the head again regularly.
 -- The cursor's run_at is exact (run_at_us: a ms figure in float8 rounds, and a cursor stepped back to be safe put
 -- every job sharing that run_at, e.g. a whole bulk load, after it: the seek fell back to the start of the batch and
--- walked its dead prefix, claims of 250 from 4 to 8 ms over a 600,000-job drain; bench/README.md "The cursor's run_at").
+-- walked its dead prefix: claims of 250 from 4 to 8 ms over a 600,000-job drain; bench/README.md, "A long history").
 -- Committed without waiting for the WAL flush (synchronous_commit off for this transaction only): a claim lost in a
 -- server crash leaves the job waiting, as if the worker had died before claiming; outcomes are still flushed.
 -- Lock tokens: one random uuid per statement gives the first 8 bytes, the job id the last 8 (unique per job and claim,
