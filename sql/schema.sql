@@ -207,12 +207,18 @@ begin
     order by k
   ) l
   where (select count(*) from unnest(p_dedup_ids) d where d is not null)
-      + (select count(*) from unnest(p_job_ids) j where j is not null) > 1;
+      + (select count(*) from unnest(p_job_ids) j where j is not null) > 1
+    -- An extend or replace takes its key's lock even alone, as a single add does (add_job() above).
+    or true = any(p_extends) or true = any(p_replaces);
+  -- The rows an extend, replace or dependsOn changes or reads, in the workers' order, whatever the batch's size (a
+  -- one-item batch too: it meets other batches and single adds over the same key).
+  if true = any(p_extends) or true = any(p_replaces) or exists (select 1 from unnest(p_depends_on) d where d is not null) then
+    perform "pgonce"._lock_batch_rows(p_queue, p_dedup_ids, p_extends, p_replaces, p_depends_on);
+  end if;
   -- Only extend, replace and dependsOn can be rejected, and a rejected item writes nothing itself: the savepoint
   -- (a subtransaction) is paid only by batches in which an earlier item may have to be undone.
   if coalesce(cardinality(p_names), 0) > 1 and (true = any(p_extends) or true = any(p_replaces)
       or exists (select 1 from unnest(p_depends_on) d where d is not null)) then
-    perform "pgonce"._lock_batch_rows(p_queue, p_dedup_ids, p_extends, p_replaces, p_depends_on);
     begin
       v_answers := "pgonce"._admit_batch(p_queue, p_names, p_datas, p_job_ids, p_dedup_ids, p_dedup_ttls_ms,
         p_extends, p_replaces, p_delays_ms, p_priorities, p_max_attempts, p_backoffs, p_depends_on, p_trace_contexts);
@@ -939,6 +945,17 @@ begin
       array[$11], array[$12], null, array[$15]);
     v_answer := row(1, 'added', null, v_job);
   else
+    -- An extend, a replace or dependsOn locks its rows in the batches' order first (_lock_batch_rows): the pending
+    -- owner and the parents by id, then the key row. _admit_one() alone locks the key row, then the owner.
+    -- An extend or replace first takes the key's admission lock, as batches do: the owner read before its row is
+    -- locked cannot change meanwhile (two replaces of one key take turns here instead of deadlocking on its owners).
+    if (coalesce($7, false) or coalesce($8, false)) and $5 is not null then
+      perform pg_advisory_xact_lock(hashtextextended('pgonce:pgonce' || ':admit:' || 'k:' || $1 || ':' || $5, 0));
+    end if;
+    if (coalesce($7, false) or coalesce($8, false)) and $5 is not null or $13 is not null then
+      perform "pgonce"._lock_batch_rows($1, array[$5], array[coalesce($7, false)], array[coalesce($8, false)],
+        array[$13::text]);
+    end if;
     select 1, a.outcome, a.error, a.job into v_answer from "pgonce"._admit_one($1, $2, $3, $4, $5, $6,
       coalesce($7, false), coalesce($8, false), $9, $10, $11, $12, $13, $15) a;
   end if;
