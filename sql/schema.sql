@@ -198,23 +198,7 @@ declare
   v_answers "pgonce".admission[];
   v_last "pgonce".admission;
 begin
-  perform pg_advisory_xact_lock(hashtextextended('pgonce:pgonce' || ':admit:' || l.k, 0))
-  from (
-    select distinct k from (
-      select 'k:' || p_queue || ':' || d as k from unnest(p_dedup_ids) d where d is not null
-      union all
-      select 'j:' || j from unnest(p_job_ids) j where j is not null) x
-    order by k
-  ) l
-  where (select count(*) from unnest(p_dedup_ids) d where d is not null)
-      + (select count(*) from unnest(p_job_ids) j where j is not null) > 1
-    -- An extend or replace takes its key's lock even alone, as a single add does (add_job() above).
-    or true = any(p_extends) or true = any(p_replaces);
-  -- The rows an extend, replace or dependsOn changes or reads, in the workers' order, whatever the batch's size (a
-  -- one-item batch too: it meets other batches and single adds over the same key).
-  if true = any(p_extends) or true = any(p_replaces) or exists (select 1 from unnest(p_depends_on) d where d is not null) then
-    perform "pgonce"._lock_batch_rows(p_queue, p_dedup_ids, p_extends, p_replaces, p_depends_on);
-  end if;
+  perform "pgonce"._lock_admission(p_queue, p_job_ids, p_dedup_ids, p_extends, p_replaces, p_depends_on);
   -- Only extend, replace and dependsOn can be rejected, and a rejected item writes nothing itself: the savepoint
   -- (a subtransaction) is paid only by batches in which an earlier item may have to be undone.
   if coalesce(cardinality(p_names), 0) > 1 and (true = any(p_extends) or true = any(p_replaces)
@@ -782,6 +766,30 @@ AS $function$
      and (expires_at > now() or (expires_at is null and "pgonce"._is_live(owner_state)))
 $function$;
 
+CREATE OR REPLACE FUNCTION pgonce._lock_admission(p_queue text, p_job_ids text[], p_dedup_ids text[], p_extends boolean[], p_replaces boolean[], p_depends_on text[])
+ RETURNS void
+ LANGUAGE plpgsql
+AS $function$
+declare
+  v_moves boolean := true = any(p_extends) or true = any(p_replaces);
+begin
+  perform pg_advisory_xact_lock(hashtextextended('pgonce:pgonce' || ':admit:' || l.k, 0))
+  from (
+    select distinct k from (
+      select 'k:' || p_queue || ':' || d as k from unnest(p_dedup_ids) d where d is not null
+      union all
+      select 'j:' || j from unnest(p_job_ids) j where j is not null) x
+    order by k
+  ) l
+  where coalesce(v_moves, false)
+     or (select count(*) from unnest(p_dedup_ids) d where d is not null)
+      + (select count(*) from unnest(p_job_ids) j where j is not null) > 1;
+  if coalesce(v_moves, false) or exists (select 1 from unnest(p_depends_on) d where d is not null) then
+    perform "pgonce"._lock_batch_rows(p_queue, p_dedup_ids, p_extends, p_replaces, p_depends_on);
+  end if;
+end
+$function$;
+
 CREATE OR REPLACE FUNCTION pgonce._lock_batch_rows(p_queue text, p_dedup_ids text[], p_extends boolean[], p_replaces boolean[], p_depends_on text[])
  RETURNS void
  LANGUAGE plpgsql
@@ -939,22 +947,15 @@ declare
   v_answer "pgonce".admission;
   v_job "pgonce".jobs;
 begin
-  -- One item needs neither _add_jobs()'s savepoint nor its locks: the same rules, called directly.
+  -- One item needs no savepoint, and a plain one no lock: the same rules, called directly.
   if $4 is null and $5 is null and $13 is null then
     select * into v_job from "pgonce"._insert_jobs($1, array[$2], array[$3], null, null, array[$9], array[$10],
       array[$11], array[$12], null, array[$15]);
     v_answer := row(1, 'added', null, v_job);
   else
-    -- An extend, a replace or dependsOn locks its rows in the batches' order first (_lock_batch_rows): the pending
-    -- owner and the parents by id, then the key row. _admit_one() alone locks the key row, then the owner.
-    -- An extend or replace first takes the key's admission lock, as batches do: the owner read before its row is
-    -- locked cannot change meanwhile (two replaces of one key take turns here instead of deadlocking on its owners).
-    if (coalesce($7, false) or coalesce($8, false)) and $5 is not null then
-      perform pg_advisory_xact_lock(hashtextextended('pgonce:pgonce' || ':admit:' || 'k:' || $1 || ':' || $5, 0));
-    end if;
-    if (coalesce($7, false) or coalesce($8, false)) and $5 is not null or $13 is not null then
-      perform "pgonce"._lock_batch_rows($1, array[$5], array[coalesce($7, false)], array[coalesce($8, false)],
-        array[$13::text]);
+    if coalesce($7, false) or coalesce($8, false) or $13 is not null then
+      perform "pgonce"._lock_admission($1, array[$4], array[$5], array[coalesce($7, false)],
+        array[coalesce($8, false)], array[$13::text]);
     end if;
     select 1, a.outcome, a.error, a.job into v_answer from "pgonce"._admit_one($1, $2, $3, $4, $5, $6,
       coalesce($7, false), coalesce($8, false), $9, $10, $11, $12, $13, $15) a;
