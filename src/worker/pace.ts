@@ -21,6 +21,11 @@ export class Pace {
   /** Jobs finished in the last interval measured while busy. */
   private lastSample = 0
 
+  /** Mean claim latency, ms (0 until a claim returned). */
+  get claimLatencyMs(): number {
+    return this.claimMs
+  }
+
   /** A handler returned or threw. */
   jobFinished(): void {
     this.finished++
