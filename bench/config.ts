@@ -51,6 +51,8 @@ export interface RunSettings {
   redisUrl: string
   /** BENCH_NOTE: a line about the conditions of this run (e.g. a shared machine), printed under the table. */
   note: string | null
+  /** BENCH_ORDER=reverse runs the systems last to first (the table keeps its order): a check for an order effect. */
+  reverse: boolean
 }
 
 function numberFrom(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
@@ -91,6 +93,8 @@ export function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): RunSettin
     if (!(MODES as readonly string[]).includes(m)) throw new Error(`BENCH_MODES: unknown mode ${m} (known: ${MODES.join(', ')})`)
     return m as Mode
   })
+  const order = env.BENCH_ORDER?.trim() || 'table'
+  if (order !== 'table' && order !== 'reverse') throw new Error(`BENCH_ORDER must be table or reverse, got ${JSON.stringify(order)}`)
   const configs = env.BENCH_CONFIGS?.trim() || 'all'
   if (configs !== 'all' && configs !== 'first') throw new Error(`BENCH_CONFIGS must be all or first, got ${JSON.stringify(configs)}`)
   return {
@@ -106,5 +110,6 @@ export function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): RunSettin
     material: numberFrom(env, 'BENCH_MATERIAL', 0.15),
     redisUrl: env.BENCH_REDIS_URL ?? env.REDIS_URL ?? 'redis://127.0.0.1:6379',
     note: env.BENCH_NOTE?.trim() || null,
+    reverse: order === 'reverse',
   }
 }

@@ -168,6 +168,7 @@ function notes(settings: RunSettings, redis: string | null): string[] {
   const s = settings.sizes
   return [
     ...(settings.note ? [settings.note] : []),
+    ...(settings.reverse ? ['BENCH_ORDER=reverse: the systems ran in the reverse of the table\'s order (the last column first).'] : []),
     'Each pass (a system in one configuration and one mode) runs alone, in a fresh database of the same server, after a CHECKPOINT and a short untimed warm-up; ' +
       'its workloads run one after another in table order, W4 and W8 each in a fresh database of their own (without the jobs W1–W3 left waiting in other queues).',
     `Modes: "${MODE_LABEL['as-is']}" times each workload on the tables as the earlier ones left them (a fresh table is unanalysed, W8's backlog is not vacuumed); ` +
@@ -230,8 +231,11 @@ try {
     (id === 'pgonce-baseline' && settings.systems.includes('pgonce'))
   const chosen = allSystems().filter((s) => selected(s.id)).filter((s) => s.backend === 'postgres' || redis !== null)
   const letters = assignLetters(chosen, settings)
-  const systems: SystemRun[] = []
-  for (const info of chosen) systems.push(await benchSystem(info, letters.get(info) ?? [], server.url, settings))
+  const ran = new Map<SystemInfo, SystemRun>()
+  for (const info of settings.reverse ? [...chosen].reverse() : chosen) {
+    ran.set(info, await benchSystem(info, letters.get(info) ?? [], server.url, settings))
+  }
+  const systems = chosen.map((info) => ran.get(info) as SystemRun)
   const run: BenchRun = {
     startedAt: startedAt.toISOString(),
     seconds: (Date.now() - startedAt.getTime()) / 1000,
