@@ -78,10 +78,10 @@ create table pgonce.jobs (
   job_id text,
   data jsonb not null,
   state text not null default 'waiting'::text,
-  priority integer not null default (pgonce._job_defaults()).priority,
+  priority integer not null default pgonce._default_priority(),
   run_at timestamp with time zone not null default now(),
   attempts integer not null default 0,
-  max_attempts integer not null default (pgonce._job_defaults()).max_attempts,
+  max_attempts integer not null default pgonce._default_max_attempts(),
   backoff jsonb,
   dedup_key text,
   lock_token uuid,
@@ -576,6 +576,22 @@ begin
 end
 $function$;
 
+CREATE OR REPLACE FUNCTION pgonce._default_max_attempts()
+ RETURNS integer
+ LANGUAGE sql
+ IMMUTABLE PARALLEL SAFE
+AS $function$
+  select 1
+$function$;
+
+CREATE OR REPLACE FUNCTION pgonce._default_priority()
+ RETURNS integer
+ LANGUAGE sql
+ IMMUTABLE PARALLEL SAFE
+AS $function$
+  select 0
+$function$;
+
 CREATE OR REPLACE FUNCTION pgonce._due_at(p_delay_ms bigint)
  RETURNS timestamp with time zone
  LANGUAGE sql
@@ -726,8 +742,8 @@ CREATE OR REPLACE FUNCTION pgonce._job_defaults(OUT priority integer, OUT max_at
  IMMUTABLE PARALLEL SAFE
 AS $function$
 begin
-  priority := 0;
-  max_attempts := 1;
+  priority := "pgonce"._default_priority();
+  max_attempts := "pgonce"._default_max_attempts();
 end
 $function$;
 

@@ -173,6 +173,19 @@ describe('the model', () => {
     const { rows } = await db.pool.query(`select priority, max_attempts as "maxAttempts" from "${db.schema}"._job_defaults()`)
     expect(rows[0]).toEqual(JOB_DEFAULTS)
   })
+
+  it('gives a row inserted by hand the same defaults, as constants planned once (no function call per row)', async () => {
+    const { rows } = await db.pool.query(
+      `insert into "${db.schema}".jobs (queue, name, data) values ('by-hand', 'n', '{}')
+       returning priority, max_attempts as "maxAttempts"`)
+    expect(rows[0]).toEqual(JOB_DEFAULTS)
+    // A default of (_job_defaults()).priority is not folded (a record-returning call): the plan would call it per row.
+    const { rows: plan } = await db.pool.query(
+      `explain (verbose, costs off) insert into "${db.schema}".jobs (queue, name, data) select 'by-hand', 'n', '{}' from generate_series(1, 10)`)
+    const text = plan.map((r) => r['QUERY PLAN'] as string).join('\n')
+    expect(text).not.toMatch(/_job_defaults|_default_priority|_default_max_attempts/)
+    await db.pool.query(`delete from "${db.schema}".jobs where queue = 'by-hand'`)
+  })
 })
 
 // Scenarios for cells the random runs meet rarely, on every entry point; each was a known drift before 941766e.
