@@ -71,8 +71,8 @@ describe('the start window', () => {
 
   it('fast handlers keeping pace: the claims start nearly every job they take, few wait for a start of their own', async () => {
     // The window counts the slower of a start's and a claim's round trip: the next jobs come with a claim, and a window
-    // of the (shorter) start round trips left the claimed jobs beyond it to separate starts: in most drains of 10,000
-    // jobs 5-43% of those after the warm-up (the test failed 3 runs of 3 so). Four drains, each held to the bound.
+    // of the (shorter) start round trips left the claimed jobs beyond it to separate starts: 5-43% of the jobs after
+    // the warm-up in most 10,000-job drains, and this test failed 3 runs of 3. Four drains, each held to the bound.
     const total = 10_000
     const left: number[] = []
     for (let i = 0; i < 4; i++) {
