@@ -72,7 +72,9 @@ describe('the start window', () => {
   it('fast handlers keeping pace: the claims start nearly every job they take, few wait for a start of their own', async () => {
     // The window counts the slower of a start's and a claim's round trip: the next jobs come with a claim, and a window
     // of the (shorter) start round trips left the claimed jobs beyond it to separate starts: 5-43% of the jobs after
-    // the warm-up in most 10,000-job drains, and this test failed 3 runs of 3. Four drains, each held to the bound.
+    // the warm-up in most 10,000-job drains (per drain, in three runs: 1640 2295 1639 0, 501 4260 2146 3568, 3038
+    // 95 0 2915). Four drains, their median held to the bound: one drain may meet a busy machine (666 of 10,000 once,
+    // under the full suite), the old rule's medians were 1,505-2,857.
     const total = 10_000
     const left: number[] = []
     for (let i = 0; i < 4; i++) {
@@ -80,8 +82,10 @@ describe('the start window', () => {
       expect(runs.size).toBe(total)
       left.push(byStarts)
     }
-    expect(Math.max(...left), `jobs started by start statements after the warm-up, per drain: ${left.join(' ')}`)
-      .toBeLessThan(total * 0.03)
+    const sorted = [...left].sort((x, y) => x - y)
+    const median = ((sorted[1] as number) + (sorted[2] as number)) / 2
+    expect(median, `jobs started by start statements after the warm-up, per drain: ${left.join(' ')}`)
+      .toBeLessThan(total * 0.05)
   }, 120_000)
 
   it('slow handlers: no statement starts more jobs than there are slots (claimed-ahead jobs stay pending)', async () => {
