@@ -44,6 +44,15 @@ create table pgonce.execution_claims (
   constraint execution_claims_state_check CHECK ((state = ANY (ARRAY['running'::text, 'done'::text])))
 );
 
+create table pgonce.housekeeping_pace (
+  singleton boolean not null default true,
+  runner uuid not null,
+  paused_until timestamp with time zone not null,
+  constraint housekeeping_pace_pkey PRIMARY KEY (singleton),
+  constraint housekeeping_pace_singleton_check CHECK (singleton)
+);
+comment on table pgonce.housekeeping_pace is 'The paced housekeeping round (a Worker''s) between two batches: until paused_until, rounds of other runners leave the work to runner.';
+
 create table pgonce.job_dependencies (
   job_id bigint not null,
   depends_on bigint not null,

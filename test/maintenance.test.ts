@@ -1,5 +1,6 @@
 // runMaintenance: rescues expired leases (attempt counted, failed when none is left), sweeps expired keys, claims and idle-worker sign-ups, promotes stranded dependents; one runner at a time.
 
+import { randomUUID } from 'node:crypto'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { Queue, runMaintenance } from '../src/index.js'
@@ -79,7 +80,7 @@ describe('runMaintenance', () => {
     holder.on('error', () => {})
     await holder.connect()
     await holder.query('begin')
-    await holder.query(sqlFor('try-maintenance-lock', db.schema), [db.schema])
+    await holder.query(sqlFor('try-maintenance-lock', db.schema), [db.schema, randomUUID()])
     const job = await queue.add('x', {}, { attempts: 2 })
     await leaseExpired(job.id, 1)
     const blocked = await runMaintenance({ pool: db.pool, schema: db.schema })

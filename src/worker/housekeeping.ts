@@ -1,12 +1,18 @@
-// Runs housekeeping (runMaintenance) from a worker every maintenanceIntervalMs, one round at a time.
+// Runs housekeeping from a worker every maintenanceIntervalMs, one round at a time: paced, so that a backlog (a
+// retention shortened on a long history) takes at most a quarter of its connection's time, and stopped at close.
 
 import type pg from 'pg'
 import type { Logger } from '../logger.js'
-import { runMaintenance } from '../maintenance.js'
+import { housekeepingRound } from '../maintenance.js'
+
+/** A paced round waits this many times each full batch's duration before the next (maintenance.ts, RoundSettings). */
+const PACE = 3
+const BATCH_SIZE = 1000
 
 export class Housekeeping {
   private timer: NodeJS.Timeout | undefined
   private running: Promise<void> | null = null
+  private readonly stopping = new AbortController()
 
   constructor(
     private readonly pool: pg.Pool,
@@ -23,16 +29,18 @@ export class Housekeeping {
     this.timer = setInterval(() => this.round(), this.intervalMs)
   }
 
-  /** Stops the timer; resolves once a round in flight has finished. */
+  /** Stops the timer and a round in flight (before its next batch); resolves once that round has returned. */
   async stop(): Promise<void> {
     clearInterval(this.timer)
     this.timer = undefined
+    this.stopping.abort()
     await this.running
   }
 
   private round(): void {
-    if (this.running !== null) return
-    this.running = runMaintenance({ pool: this.pool, schema: this.schema, logger: this.logger })
+    if (this.running !== null || this.stopping.signal.aborted) return
+    const logger = this.logger.child({ component: 'pgonce.maintenance' })
+    this.running = housekeepingRound(this.pool, this.schema, logger, { batchSize: BATCH_SIZE, pace: PACE, signal: this.stopping.signal })
       .then(() => {}, (err: Error) => this.reportError(err))
       .finally(() => {
         this.running = null

@@ -1,0 +1,96 @@
+// Paced housekeeping (a Worker's): after each full batch it pauses three times as long as the batch took; meanwhile
+// other runners of the schema leave the work to it; a Worker's close stops its round before the next batch.
+
+import pg from 'pg'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { Worker, runMaintenance } from '../src/index.js'
+import { housekeepingRound } from '../src/maintenance.js'
+import { silentLogger } from '../src/logger.js'
+import { type TestSchema, freshSchema } from './support/schema.js'
+
+let db: TestSchema
+
+beforeAll(async () => {
+  db = await freshSchema('pace')
+  await db.pool.query(`insert into "${db.schema}".queue_settings (queue, completed_retention_ms)
+    select 'pace-' || q, 0 from generate_series(0, 2) q`)
+})
+afterAll(async () => {
+  await db.drop()
+})
+
+/** Inserts `rows` completed jobs over `queues` queues (pace-0 …), all past their retention of 0 ms. */
+async function history(rows: number, queues = 1): Promise<void> {
+  await db.pool.query(
+    `insert into "${db.schema}".jobs (queue, name, data, state, attempts, finished_at)
+     select 'pace-' || (g % $2), 'done', '{}', 'completed', 1, now() - interval '1 minute' from generate_series(1, $1::int) g`, [rows, queues])
+}
+
+const left = async (): Promise<number> =>
+  (await db.pool.query<{ n: number }>(`select count(*)::int as n from "${db.schema}".jobs`)).rows[0]!.n
+
+const paceRow = async (): Promise<{ runner: string; live: boolean } | undefined> =>
+  (await db.pool.query<{ runner: string; live: boolean }>(
+    `select runner, paused_until > clock_timestamp() as live from "${db.schema}".housekeeping_pace`)).rows[0]
+
+describe('paced housekeeping', () => {
+  it('a paced round pauses 3x each full batch: the same work takes well over twice as long as at full speed', async () => {
+    const pool = new pg.Pool({ connectionString: db.url, max: 1 })
+    try {
+      await history(20_000)
+      let t = performance.now()
+      expect(await housekeepingRound(pool, db.schema, silentLogger, { batchSize: 1000 })).toMatchObject({ pruned: 20_000 })
+      const fullSpeed = performance.now() - t
+      await history(20_000)
+      t = performance.now()
+      expect(await housekeepingRound(pool, db.schema, silentLogger, { batchSize: 1000, pace: 3 })).toMatchObject({ pruned: 20_000 })
+      const paced = performance.now() - t
+      expect(paced).toBeGreaterThan(2.5 * fullSpeed)
+      expect(await paceRow()).toBeUndefined() // the round ended its pause
+    } finally {
+      await pool.end()
+    }
+  })
+
+  it('while a paced runner pauses, other rounds stop at their first batch; its abort ends the pause at once', async () => {
+    await history(20_000)
+    const pool = new pg.Pool({ connectionString: db.url, max: 1 })
+    const stop = new AbortController()
+    try {
+      const paced = housekeepingRound(pool, db.schema, silentLogger, { batchSize: 1000, pace: 50, signal: stop.signal })
+      for (let i = 0; i < 200 && (await paceRow())?.live !== true; i++) await new Promise((r) => setTimeout(r, 10))
+      expect((await paceRow())?.live).toBe(true)
+      const other = await runMaintenance({ pool: db.pool, schema: db.schema })
+      expect(other).toMatchObject({ ran: false, pruned: 0 })
+
+      const t = performance.now()
+      stop.abort()
+      const result = await paced
+      expect(performance.now() - t).toBeLessThan(500)
+      expect(result.pruned).toBeGreaterThanOrEqual(1000)
+      expect(result.pruned).toBeLessThan(20_000)
+      expect(await paceRow()).toBeUndefined()
+      expect(await runMaintenance({ pool: db.pool, schema: db.schema })).toMatchObject({ ran: true, pruned: 20_000 - result.pruned })
+    } finally {
+      await pool.end()
+    }
+  })
+
+  it("a Worker's close stops its housekeeping between batches instead of waiting for the round", async () => {
+    await history(150_000, 3)
+    const worker = new Worker('pace-idle', async () => {}, { connectionString: db.url, schema: db.schema, migrate: false })
+    const errors: Error[] = []
+    worker.on('error', (err) => errors.push(err))
+    await worker.run()
+    for (let i = 0; i < 500 && (await left()) === 150_000; i++) await new Promise((r) => setTimeout(r, 10))
+    const t = performance.now()
+    await worker.close()
+    // At full speed and without the stop, the round's 150 batches took 2.5-5 s here.
+    expect(performance.now() - t).toBeLessThan(1500)
+    const remaining = await left()
+    expect(remaining).toBeLessThan(150_000)
+    expect(remaining).toBeGreaterThan(50_000)
+    expect(await paceRow()).toBeUndefined()
+    expect(errors).toEqual([])
+  })
+})
