@@ -46,8 +46,9 @@ const MAX_ROUNDS = 50
  * Runs one round of housekeeping on `schema`, in bounded batches. Every batch is its own short transaction, and takes
  * a transaction-level advisory lock first: only one runner works at a time, through a transaction-mode pooler too,
  * and a runner that dies lets go at once. A call whose first batch finds the lock taken returns with `ran: false`; one
- * that finds it taken later stops there (another runner goes on). Every Worker calls it periodically
- * (`maintenanceIntervalMs`); call it yourself from a cron job if you run no workers. Correctness never depends on it
+ * that finds it taken later stops there (another runner goes on). Every Worker runs the same round periodically
+ * (`maintenanceIntervalMs`), paced (RoundSettings); call it yourself from a cron job if you run no workers: it goes at
+ * full speed. Correctness never depends on it
  * having run, except that expired leases and retention wait for it.
  */
 export async function runMaintenance(options: MaintenanceOptions): Promise<MaintenanceResult> {
