@@ -48,8 +48,7 @@ const MAX_ROUNDS = 50
  * and a runner that dies lets go at once. A call whose first batch finds the lock taken returns with `ran: false`; one
  * that finds it taken later stops there (another runner goes on). Every Worker runs the same round periodically
  * (`maintenanceIntervalMs`), paced (RoundSettings); call it yourself from a cron job if you run no workers: it goes at
- * full speed. Correctness never depends on it
- * having run, except that expired leases and retention wait for it.
+ * full speed. Correctness never depends on it having run, except that expired leases and retention wait for it.
  */
 export async function runMaintenance(options: MaintenanceOptions): Promise<MaintenanceResult> {
   const opts = checkOptions<MaintenanceOptions>(options, 'options', OPTION_KEYS)
