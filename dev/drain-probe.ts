@@ -4,6 +4,7 @@
 // the worker's statement pattern (see src/worker/step-batcher.ts); the comparison with peers is bench/.
 //
 //   DATABASE_URL=… N=100000 Q=notifications npx tsx --conditions=development dev/drain-probe.ts
+//   DROP_INDEXES=jobs_finished,…  drops those indexes of the probe's schema first (what an index costs the drain)
 
 import { readFileSync } from 'node:fs'
 import pg from 'pg'
@@ -17,6 +18,9 @@ const admin = new pg.Pool({ connectionString: url, max: 2 })
 await migrate({ connectionString: url, schema })
 try {
   await admin.query(`insert into "${schema}".jobs (queue, name, data) select $2, 'n', '{}' from generate_series(1, $1)`, [N, Q])
+  for (const index of (process.env.DROP_INDEXES ?? '').split(',').filter((x) => x !== '')) {
+    await admin.query(`drop index "${schema}"."${index}"`)
+  }
   await admin.query(`vacuum analyze "${schema}".jobs`)
   const stats = new Map<string, { n: number; items: number; ms: number }>()
   const pool = new pg.Pool({ connectionString: url, max: 19 })
