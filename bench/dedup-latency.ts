@@ -68,6 +68,8 @@ try {
   rows.push(await measure('duplicate add, key held (TTL)', (i) => queue.add('push', { i }, { deduplication: { id: 'held', ttl: TTL } })))
   await queue.add('push', { i: 0 }, { deduplication: { id: 'held-no-ttl' } })
   rows.push(await measure('duplicate add, key held (no TTL, owner live)', (i) => queue.add('push', { i }, { deduplication: { id: 'held-no-ttl' } })))
+  await queue.add('push', { i: 0 }, { jobId: 'live-id' })
+  rows.push(await measure('duplicate add, jobId live', (i) => queue.add('push', { i }, { jobId: 'live-id' })))
   rows.push(await measure('extend, key held by a pending owner', (i) =>
     queue.add('push', { i }, { deduplication: { id: 'held', ttl: TTL, extend: true } })))
   rows.push(await measure('replace, key held by a pending owner', (i) =>

@@ -39,6 +39,8 @@
 //   sql/add-job.sql       the duplicate read of the statement itself without _key_held() (2026-12-03, after that read
 //                         was added) -> add_job(key:k1 ttl), expire k1, queue.add(key:k1 ttl): answered 'duplicate-key'
 //                            with #1, the model 'added' #2
+//   sql/add-job.sql       its jobId read without _is_live() -> add_jobs([jobId:j1; push]), cancel #1,
+//                            queue.add(jobId:j1 key:k1 ttl): answered 'duplicate-job-id' with #1, the model 'added' #3
 //   000004 _promote_or_fail_dependents  a cancelled parent does not fail its dependents
 //                         -> tx(queue.add(jobId:j1 key:k1 ttl), queue.addBulk([key:k3 dependsOn:[recent0]])), cancel:
 //                            the dependent is promoted to 'waiting', the model 'failed' ('dependency #1 ended cancelled')

@@ -23,7 +23,11 @@ afterAll(async () => {
   await db.drop()
 })
 
-/** Until `n` sessions running this schema's statements wait for a lock. */
+/**
+ * Until `n` sessions running this schema's statements wait for a lock. pg_stat_activity keeps the first 1,024 bytes of
+ * a statement (track_activity_query_size): the schema's name must come before that, so an SQL file's header comment
+ * must stay shorter (sql/add-job.sql's once grew past it, and this wait timed out).
+ */
 async function blocked(n: number, what: string): Promise<void> {
   await waitFor(async () => (await db.pool.query(
     `select count(*)::int as n from pg_stat_activity
