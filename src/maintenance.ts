@@ -10,7 +10,7 @@ import { checkSchema } from './db/identifiers.js'
 import { sqlFor } from './db/sql-files.js'
 import { type Logger, checkLogger } from './logger.js'
 import { instruments } from './telemetry/metrics.js'
-import { checkInteger, checkOptions } from './validate.js'
+import { checkInteger, checkOptions, fail } from './validate.js'
 
 export interface MaintenanceOptions extends ConnectionOptions {
   /** Schema holding pgonce's tables. (Default: `'pgonce'`) */
@@ -19,6 +19,8 @@ export interface MaintenanceOptions extends ConnectionOptions {
   batchSize?: number
   /** A pino-compatible logger. (Default: silent) */
   logger?: Logger
+  /** Aborting it stops the round before its next batch; the call then returns what it did so far. (Default: none) */
+  signal?: AbortSignal
 }
 
 export interface MaintenanceResult {
@@ -38,7 +40,7 @@ export interface MaintenanceResult {
   ran: boolean
 }
 
-const OPTION_KEYS = ['connectionString', 'pool', 'schema', 'batchSize', 'logger'] as const
+const OPTION_KEYS = ['connectionString', 'pool', 'schema', 'batchSize', 'logger', 'signal'] as const
 /** A call stops after this many full batches of one kind, so that it stays bounded; the next call goes on. */
 const MAX_ROUNDS = 50
 
@@ -55,9 +57,10 @@ export async function runMaintenance(options: MaintenanceOptions): Promise<Maint
   const schema = checkSchema(opts.schema, 'options.schema')
   const batchSize = opts.batchSize === undefined ? 1000 : checkInteger(opts.batchSize, 'options.batchSize', 1, 100_000)
   const logger = checkLogger(opts.logger, 'options.logger').child({ component: 'pgonce.maintenance' })
+  if (opts.signal !== undefined && !(opts.signal instanceof AbortSignal)) fail('INVALID_TYPE', 'options.signal', 'must be an AbortSignal')
   const { pool, owned } = openPool(opts, logger, 1)
   try {
-    return await housekeepingRound(pool, schema, logger, { batchSize })
+    return await housekeepingRound(pool, schema, logger, { batchSize, ...(opts.signal === undefined ? {} : { signal: opts.signal }) })
   } finally {
     if (owned) await pool.end()
   }

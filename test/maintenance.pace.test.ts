@@ -1,9 +1,10 @@
 // Paced housekeeping (a Worker's): after each full batch it pauses three times as long as the batch took; meanwhile
-// other runners of the schema leave the work to it; a Worker's close stops its round before the next batch.
+// other runners of the schema leave the work to it; a Worker's close, or runMaintenance's signal, stops a round before
+// its next batch.
 
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { Worker, runMaintenance } from '../src/index.js'
+import { ValidationError, Worker, runMaintenance } from '../src/index.js'
 import { housekeepingRound } from '../src/maintenance.js'
 import { silentLogger } from '../src/logger.js'
 import { type TestSchema, freshSchema } from './support/schema.js'
@@ -74,6 +75,28 @@ describe('paced housekeeping', () => {
     } finally {
       await pool.end()
     }
+  })
+
+  it('runMaintenance stops before its next batch when its signal aborts, and returns what it did', async () => {
+    await history(50_000)
+    const stop = new AbortController()
+    const round = runMaintenance({ pool: db.pool, schema: db.schema, signal: stop.signal })
+    for (let i = 0; i < 500 && (await left()) === 50_000; i++) await new Promise((r) => setTimeout(r, 5))
+    stop.abort()
+    const result = await round
+    expect(result.ran).toBe(true)
+    expect(result.pruned).toBeGreaterThanOrEqual(1000)
+    expect(result.pruned).toBeLessThan(50_000)
+    expect(await left()).toBe(50_000 - result.pruned)
+    // an aborted signal: nothing runs
+    expect(await runMaintenance({ pool: db.pool, schema: db.schema, signal: stop.signal })).toMatchObject({ ran: false, pruned: 0 })
+    expect(await runMaintenance({ pool: db.pool, schema: db.schema })).toMatchObject({ pruned: 50_000 - result.pruned })
+  })
+
+  it('runMaintenance refuses a signal that is not an AbortSignal, before any I/O', async () => {
+    const call = runMaintenance({ connectionString: 'postgres://nobody@127.0.0.1:1/none', signal: 'stop' as unknown as AbortSignal })
+    await expect(call).rejects.toBeInstanceOf(ValidationError)
+    await expect(call).rejects.toMatchObject({ code: 'INVALID_TYPE', field: 'options.signal' })
   })
 
   it("a Worker's close stops its housekeeping between batches instead of waiting for the round", async () => {
