@@ -97,6 +97,25 @@ export class BenchDatabase {
   }
 }
 
+const LOAD_CHUNK = 1_000_000
+
+/** Inserts `rows` completed jobs over `queues`, finished 1 to 4 hours ago, oldest first; returns ms. */
+export async function loadHistory(db: BenchDatabase, rows: number, queues: readonly string[]): Promise<number> {
+  const started = performance.now()
+  for (let from = 1; from <= rows; from += LOAD_CHUNK) {
+    const to = Math.min(rows, from + LOAD_CHUNK - 1)
+    await db.query(
+      `insert into ${SCHEMA}.jobs (queue, name, data, state, attempts, run_at, created_at, started_at, finished_at)
+       select ($1::text[])[1 + g % cardinality($1::text[])], 'done', jsonb_build_object('i', g), 'completed', 1,
+              t - interval '2 seconds', t - interval '2 seconds', t - interval '1 second', t
+       from generate_series($2::bigint, $3::bigint) g,
+            lateral (select now() - interval '1 hour' - interval '3 hours' * (($4::bigint - g)::float8 / $4::bigint) as t) f`,
+      [queues, from, to, rows])
+    log(`  history: ${to.toLocaleString('en-US')} of ${rows.toLocaleString('en-US')} rows (${((performance.now() - started) / 1000).toFixed(1)} s)`)
+  }
+  return performance.now() - started
+}
+
 /** `n` awaited `queue.add` calls, one after another. */
 export async function sequentialAdds(db: BenchDatabase, queue: string, n: number): Promise<Timing> {
   const q = db.queue(queue)

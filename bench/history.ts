@@ -21,7 +21,8 @@ import pg from 'pg'
 import { runMaintenance } from '../src/index.js'
 import { type LongDrainRun, type ServerAutovacuum, longDrain, longDrainSpecs, serverAutovacuum } from './history-drain.js'
 import {
-  BenchDatabase, SCHEMA, type Spread, type Timing, concurrentAdds, drain, enqueue, log, sequentialAdds, spread,
+  BenchDatabase, SCHEMA, type Spread, type Timing, concurrentAdds, drain, enqueue, loadHistory, log, sequentialAdds,
+  spread,
 } from './history-db.js'
 import { describeMachine } from './machine.js'
 import type { Machine } from './run-result.js'
@@ -61,7 +62,6 @@ const HISTORY_QUEUES = [ADDS, DRAINED, ...Array.from({ length: Math.max(0, SIZES
 const PRUNE_RETENTION_MS = 30 * 60 * 1000
 /** Part 2 prunes this share of the history alone before the adds and drains start beside it. */
 const PRUNE_ALONE_SHARE = 0.2
-const LOAD_CHUNK = 1_000_000
 
 const fmt = (n: number, digits = 0): string => (Number.isFinite(n) ? n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits }) : '—')
 const seconds = (ms: number): string => `${fmt(ms / 1000, 1)} s`
@@ -116,22 +116,6 @@ async function warmUp(db: BenchDatabase): Promise<void> {
   await drain(db, DRAINED, 2000)
 }
 
-/** Inserts `rows` completed jobs over HISTORY_QUEUES, finished 1 to 4 hours ago, oldest first; returns ms. */
-async function loadHistory(db: BenchDatabase, rows: number): Promise<number> {
-  const started = performance.now()
-  for (let from = 1; from <= rows; from += LOAD_CHUNK) {
-    const to = Math.min(rows, from + LOAD_CHUNK - 1)
-    await db.query(
-      `insert into ${SCHEMA}.jobs (queue, name, data, state, attempts, run_at, created_at, started_at, finished_at)
-       select ($1::text[])[1 + g % cardinality($1::text[])], 'done', jsonb_build_object('i', g), 'completed', 1,
-              t - interval '2 seconds', t - interval '2 seconds', t - interval '1 second', t
-       from generate_series($2::bigint, $3::bigint) g,
-            lateral (select now() - interval '1 hour' - interval '3 hours' * (($4::bigint - g)::float8 / $4::bigint) as t) f`,
-      [HISTORY_QUEUES, from, to, rows])
-    log(`  history: ${fmt(to)} of ${fmt(rows)} rows (${seconds(performance.now() - started)})`)
-  }
-  return performance.now() - started
-}
 
 interface Comparison {
   section: Section
@@ -452,7 +436,7 @@ try {
   log(`server autovacuum ${server.on ? 'on' : 'off'}, naptime ${server.naptimeS} s`)
 
   log(`part 1: loading ${fmt(SIZES.BENCH_HISTORY_ROWS)} completed jobs`)
-  const loadMs = await loadHistory(history, SIZES.BENCH_HISTORY_ROWS)
+  const loadMs = await loadHistory(history, SIZES.BENCH_HISTORY_ROWS, HISTORY_QUEUES)
   const vacuumMs = { empty: await empty.vacuumAnalyze(), history: await history.vacuumAnalyze() }
   log(`  VACUUM ANALYZE + CHECKPOINT: history ${seconds(vacuumMs.history)}`)
   const size = { empty: await empty.jobsSize(), history: await history.jobsSize() }

@@ -1,6 +1,6 @@
-// A drain beside housekeeping that works off a backlog: jobs/s of a 50,000-job drain (Worker, concurrency 16) with no
-// pruner, beside back-to-back runMaintenance calls (what a cron loop does, and what a Worker's housekeeping did before
-// it was paced), and beside a second Worker whose own housekeeping prunes (paced: maintenance.ts, RoundSettings);
+// A drain beside housekeeping that works off a backlog (completed jobs finished 1 to 4 hours ago, retention 30 min):
+// jobs/s of a 50,000-job drain (Worker, concurrency 16) with no pruner, beside back-to-back runMaintenance calls (what a cron loop does, and what a Worker's
+// housekeeping did before it was paced), and beside a second Worker whose own housekeeping prunes (paced: maintenance.ts, RoundSettings);
 // then how long that Worker's close() takes in the middle of its round. Rounds alternate the three.
 //
 //   npx tsx --conditions=development bench/housekeeping.ts      (ROWS=2000000, JOBS=50000, ROUNDS=3 by default)
@@ -9,7 +9,7 @@
 
 import pg from 'pg'
 import { Worker, runMaintenance } from '../src/index.js'
-import { BenchDatabase, SCHEMA, drain, enqueue, log, sleep, spread } from './history-db.js'
+import { BenchDatabase, SCHEMA, drain, enqueue, loadHistory, log, sleep, spread } from './history-db.js'
 
 const ROWS = Number(process.env.ROWS ?? 2_000_000)
 const JOBS = Number(process.env.JOBS ?? 50_000)
@@ -43,10 +43,7 @@ function startPruner(pruner: Pruner): { stop: () => Promise<number> } {
 
 const results = new Map<Pruner, { jobsPerSecond: number; prunedPerSecond: number; stopMs: number }[]>(PRUNERS.map((p) => [p, []]))
 try {
-  await db.query(
-    `insert into ${SCHEMA}.jobs (queue, name, data, state, attempts, run_at, created_at, started_at, finished_at)
-     select ($1::text[])[1 + g % cardinality($1::text[])], 'done', jsonb_build_object('i', g), 'completed', 1, t, t, t, t
-     from generate_series(1, $2::bigint) g, lateral (select now() - interval '2 hours' + g * interval '1 ms' as t) f`, [QUEUES, ROWS])
+  await loadHistory(db, ROWS, QUEUES)
   for (const queue of QUEUES) await db.queue(queue).setRetention({ completedMs: 30 * 60 * 1000 })
   await db.vacuumAnalyze()
   log(`${ROWS} prunable rows over ${QUEUES.length} queues`)

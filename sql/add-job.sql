@@ -1,13 +1,13 @@
 -- queue.add: one job through add_job(), the function SQL callers use too; a rejection comes back in "error".
 -- A duplicate with nothing to decide is answered here by _admit_one()'s first, lock-free reads (same rules, same
--- answer) without its plpgsql calls: a live jobId generation (not with dependsOn, or extend without a TTL), else the
--- held key of a plain duplicate. Otherwise add_job(). bench/README.md, "Duplicates answered in the statement".
+-- answer) without its plpgsql calls: a live jobId generation (not with dependsOn, whose parents come first), else the
+-- held key of a plain duplicate (an extend without a TTL never gets here: src/admission/request.ts refuses it).
+-- Otherwise add_job(). bench/README.md, "Duplicates answered in the statement".
 -- $1 queue, $2 name, $3 data, $4 jobId, $5 key, $6 TTL ms, $7 extend, $8 replace, $9 delay ms, $10 priority,
 -- $11 max attempts, $12 backoff, $13 dependsOn (bigint[]), $14 trace context.
 with answered as materialized (
   select 'duplicate-job-id' as outcome, o from :PGONCE_SCHEMA.jobs o
   where $4::text is not null and $13::bigint[] is null
-    and not (coalesce($7::boolean, false) and $6::bigint is null and not coalesce($8::boolean, false))
     and o.job_id = $4::text and :PGONCE_SCHEMA._is_live(o.state)
   union all
   select 'duplicate-key', o from :PGONCE_SCHEMA.dedup_keys k join :PGONCE_SCHEMA.jobs o on o.id = k.job_id

@@ -40,6 +40,8 @@ export interface MaintenanceResult {
   ran: boolean
 }
 
+/** Rows a batch changes unless runMaintenance's `batchSize` says otherwise; a Worker's housekeeping uses it too. */
+export const DEFAULT_BATCH_SIZE = 1000
 const OPTION_KEYS = ['connectionString', 'pool', 'schema', 'batchSize', 'logger', 'signal'] as const
 /** A call stops after this many full batches of one kind, so that it stays bounded; the next call goes on. */
 const MAX_ROUNDS = 50
@@ -55,7 +57,7 @@ const MAX_ROUNDS = 50
 export async function runMaintenance(options: MaintenanceOptions): Promise<MaintenanceResult> {
   const opts = checkOptions<MaintenanceOptions>(options, 'options', OPTION_KEYS)
   const schema = checkSchema(opts.schema, 'options.schema')
-  const batchSize = opts.batchSize === undefined ? 1000 : checkInteger(opts.batchSize, 'options.batchSize', 1, 100_000)
+  const batchSize = opts.batchSize === undefined ? DEFAULT_BATCH_SIZE : checkInteger(opts.batchSize, 'options.batchSize', 1, 100_000)
   const logger = checkLogger(opts.logger, 'options.logger').child({ component: 'pgonce.maintenance' })
   if (opts.signal !== undefined && !(opts.signal instanceof AbortSignal)) fail('INVALID_TYPE', 'options.signal', 'must be an AbortSignal')
   const { pool, owned } = openPool(opts, logger, 1)

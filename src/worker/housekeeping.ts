@@ -3,24 +3,27 @@
 
 import type pg from 'pg'
 import type { Logger } from '../logger.js'
-import { housekeepingRound } from '../maintenance.js'
+import { DEFAULT_BATCH_SIZE, housekeepingRound } from '../maintenance.js'
 
 /** A paced round waits this many times each full batch's duration before the next (maintenance.ts, RoundSettings). */
 const PACE = 3
-const BATCH_SIZE = 1000
 
 export class Housekeeping {
   private timer: NodeJS.Timeout | undefined
   private running: Promise<void> | null = null
   private readonly stopping = new AbortController()
 
+  private readonly logger: Logger
+
   constructor(
     private readonly pool: pg.Pool,
     private readonly schema: string,
     private readonly intervalMs: number,
-    private readonly logger: Logger,
+    logger: Logger,
     private readonly reportError: (err: Error) => void,
-  ) {}
+  ) {
+    this.logger = logger.child({ component: 'pgonce.maintenance' })
+  }
 
   /** Runs a first round now, then every interval (0: never). */
   start(): void {
@@ -39,8 +42,8 @@ export class Housekeeping {
 
   private round(): void {
     if (this.running !== null || this.stopping.signal.aborted) return
-    const logger = this.logger.child({ component: 'pgonce.maintenance' })
-    this.running = housekeepingRound(this.pool, this.schema, logger, { batchSize: BATCH_SIZE, pace: PACE, signal: this.stopping.signal })
+    const settings = { batchSize: DEFAULT_BATCH_SIZE, pace: PACE, signal: this.stopping.signal }
+    this.running = housekeepingRound(this.pool, this.schema, this.logger, settings)
       .then(() => {}, (err: Error) => this.reportError(err))
       .finally(() => {
         this.running = null
