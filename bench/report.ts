@@ -6,7 +6,7 @@ import { LIMIT_LABEL, LIMIT_OF, type LimitResult } from './limits.js'
 import type { BenchRun, PassRun, SystemRun } from './run-result.js'
 import type { Mode, WorkloadId, WorkloadResult } from './workloads/context.js'
 
-type Kind = 'rate' | 'latency'
+export type Kind = 'rate' | 'latency'
 interface Row {
   id: WorkloadId
   kind: Kind
@@ -40,6 +40,12 @@ function figure(kind: Kind, r: WorkloadResult | LimitResult | undefined): number
 
 const better = (kind: Kind, a: number, b: number): boolean => (kind === 'rate' ? a > b : a < b)
 
+/** Whether workload `id` is ranked by throughput or by p50 latency. */
+export const kindOf = (id: WorkloadId): Kind => ROWS.find((r) => r.id === id)?.kind ?? 'rate'
+
+/** The figure workload `id` is ranked by, if `r` has a finite one. */
+export const figureOf = (id: WorkloadId, r: WorkloadResult | undefined): number | undefined => figure(kindOf(id), r)
+
 export interface Best {
   letter: string
   result: WorkloadResult
@@ -47,7 +53,7 @@ export interface Best {
 
 /** `system`'s best configuration for workload `row` in `mode`: correct outcomes first, then the figure. */
 export function bestOf(system: SystemRun, id: WorkloadId, mode: Mode): Best | undefined {
-  const kind = ROWS.find((r) => r.id === id)?.kind ?? 'rate'
+  const kind = kindOf(id)
   let best: Best | undefined
   for (const pass of system.passes.filter((p: PassRun) => p.mode === mode)) {
     const result = pass.workloads[id]

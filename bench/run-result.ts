@@ -55,13 +55,17 @@ export interface BaselineInfo {
   lockfileDiffers: boolean
 }
 
-export interface BenchRun {
+/** What every run records about itself (npm run bench, npm run bench:pairs). */
+export interface RunHeader {
   startedAt: string
   seconds: number
   machine: Machine
   scale: number
   sizes: Sizes
   modes: Mode[]
+}
+
+export interface BenchRun extends RunHeader {
   /** BENCH_MATERIAL: the relative difference between the modes above which both rows are printed. */
   material: number
   /** Physical limits from Node on pgonce's jobs table, one pass per mode (empty with BENCH_LIMITS=0). */
