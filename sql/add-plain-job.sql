@@ -1,30 +1,33 @@
 -- queue.add of a plain job (no jobId, dedup key or dependency: nothing to decide): the INSERT of _insert_jobs() for
--- one row, with the same rules (_new_job_state, _due_at, _job_defaults), answered in _answer()'s shape, and the wake-up
--- rule as add_job() applies it (only a job that is due now wakes an idle worker). Without add_job()'s and
--- _insert_jobs()' plpgsql layers and arrays: 1.25-1.45x the adds per second from 16 connections (bench/README.md,
--- "Plain adds"). $1 queue, $2 name, $3 data (JSON text), $4 delay ms, $5 priority, $6 max attempts, $7 backoff (JSON
--- text), $8 trace context, $9 whether it may hand off (true when the statement is its own transaction).
--- The hand-off (migration 000008): when _hand_off_target() names a sleeping worker, the job is inserted active for it,
--- as a claim would leave it (attempt counted, a lock token, that worker's lease, started now), and _hand_off() sends it
--- in the NOTIFY; the worker starts the handler without claiming (W6, bench/README.md "Hand-off").
-with target as (
-  select t.* from :PGONCE_SCHEMA._hand_off_target($1, $9::boolean, $4::bigint, $3, $7, $8) t
+-- one row, with the same rules (_new_job_state, _due_at, the defaults), answered in _answer()'s shape. The idle
+-- slots are probed once (_idle_worker_waits): the hand-off (_hand_off_target, 000008) and the wake-up (_wake, only for
+-- a job due now) are asked only when a worker sleeps. One probe and the scalar defaults instead of _job_defaults():
+-- ~1.18x the adds/s from 16 connections (bench/README.md, "Plain adds, one probe"). $1 queue, $2 name, $3 data (JSON
+-- text), $4 delay ms, $5 priority, $6 max attempts, $7 backoff (JSON text), $8 trace context, $9 whether it may hand
+-- off (true when the statement is its own transaction). Handed off, the job is inserted active for that worker, as a
+-- claim would leave it, and _hand_off() sends it in the NOTIFY (W6, bench/README.md "Hand-off").
+with idle as materialized (
+  select :PGONCE_SCHEMA._idle_worker_waits($1) as waits
+), target as (
+  select t.* from idle left join lateral (
+    select * from :PGONCE_SCHEMA._hand_off_target($1, $9::boolean, $4::bigint, $3, $7, $8) where idle.waits offset 0) t on true
 ), ins as (
   insert into :PGONCE_SCHEMA.jobs as j (id, queue, name, data, state, run_at, priority, max_attempts, backoff, trace_context,
     attempts, lock_token, locked_until, locked_by, started_at)
   select nextval(':PGONCE_SCHEMA.job_ids'), $1, $2, coalesce($3::jsonb, '{}'::jsonb),
     case when t.worker_id is null then :PGONCE_SCHEMA._new_job_state(false, $4::bigint) else 'active' end,
     :PGONCE_SCHEMA._due_at($4::bigint),
-    coalesce($5::integer, d.priority), coalesce($6::integer, d.max_attempts), $7::jsonb, $8,
+    coalesce($5::integer, :PGONCE_SCHEMA._default_priority()), coalesce($6::integer, :PGONCE_SCHEMA._default_max_attempts()),
+    $7::jsonb, $8,
     case when t.worker_id is null then 0 else 1 end,
     case when t.worker_id is not null then gen_random_uuid() end,
     clock_timestamp() + make_interval(secs => t.lease_ms / 1000.0),
     t.worker_id,
     case when t.worker_id is not null then now() end
-  from :PGONCE_SCHEMA._job_defaults() d cross join target t
+  from target t
   returning j
 )
 select x.*,
   case when (ins.j).locked_by is not null then :PGONCE_SCHEMA._hand_off(ins.j, t.worker_id, t.backend_pid)
-       when :PGONCE_SCHEMA._is_queued((ins.j).state) then :PGONCE_SCHEMA._wake($1) end as woken
-from ins cross join target t, lateral :PGONCE_SCHEMA._answer(cast(row(1, 'added', null, ins.j) as :PGONCE_SCHEMA.admission)) x
+       when i.waits and :PGONCE_SCHEMA._is_queued((ins.j).state) then :PGONCE_SCHEMA._wake($1) end as woken
+from ins cross join target t cross join idle i, lateral :PGONCE_SCHEMA._answer(cast(row(1, 'added', null, ins.j) as :PGONCE_SCHEMA.admission)) x

@@ -8,6 +8,6 @@ with ins as (
     $6::integer[], $7::jsonb[], null, $8::text[]) j
 )
 select string_agg(ins.id::text, ',' order by ins.id) as ids, (extract(epoch from now()) * 1000)::float8 as now_ms,
-  d.priority as default_priority, d.max_attempts as default_max_attempts, :PGONCE_SCHEMA._wake($1) as woken
-from ins, :PGONCE_SCHEMA._job_defaults() d
-group by d.priority, d.max_attempts
+  :PGONCE_SCHEMA._default_priority() as default_priority,
+  :PGONCE_SCHEMA._default_max_attempts() as default_max_attempts, :PGONCE_SCHEMA._wake($1) as woken
+from ins

@@ -233,13 +233,22 @@ describe('add_job() from SQL', () => {
     ]
     for (const [queue, name] of tries) {
       const err = await db.pool.query(`select "${db.schema}".add_job(queue => $1, name => $2)`, [queue, name]).catch((e: unknown) => e)
-      expect(err, `${queue}/${name}`).toMatchObject({ code: '23514' })
+      // The error names the limit it broke.
+      const constraint = queue === 'q' ? 'jobs_name_bytes' : 'jobs_queue_name'
+      expect(err, `${queue}/${name}`).toMatchObject({ code: '23514', constraint })
     }
-    for (const column of ['job_id', 'dedup_id']) {
-      const err = await db.pool.query(`select "${db.schema}".add_job(queue => 'q', name => 'push', ${column} => $1)`, ['k'.repeat(256)])
+    for (const [param, column] of [['job_id', 'job_id'], ['dedup_id', 'dedup_key']]) {
+      const err = await db.pool.query(`select "${db.schema}".add_job(queue => 'q', name => 'push', ${param} => $1)`, ['k'.repeat(256)])
         .catch((e: unknown) => e)
-      expect(err, column).toMatchObject({ code: '23514' })
+      expect(err, param).toMatchObject({ code: '23514', constraint: `jobs_${column}_bytes` })
     }
+    // A row written by hand meets the same limits (an UPDATE too).
+    const hand = await db.pool.query(`insert into "${db.schema}".jobs (queue, name, data) values ('q', '', '{}')`).catch((e: unknown) => e)
+    expect(hand).toMatchObject({ code: '23514', constraint: 'jobs_name_bytes' })
+    const { rows: [ok] } = await db.pool.query(`select ((a).job).id from "${db.schema}".add_job(queue => 'q', name => 'push') a`)
+    const moved = await db.pool.query(`update "${db.schema}".jobs set queue = 'no way' where id = $1`, [ok.id]).catch((e: unknown) => e)
+    expect(moved).toMatchObject({ code: '23514', constraint: 'jobs_queue_name' })
+    await db.pool.query(`delete from "${db.schema}".jobs where id = $1`, [ok.id])
     const { rows } = await db.pool.query(`select count(*)::int as n from "${db.schema}".jobs where queue = 'q'`)
     expect(rows[0].n).toBe(0)
     // The longest and the widest names the pattern allows are stored.
