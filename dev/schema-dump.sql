@@ -1,4 +1,4 @@
--- The current schema $1 as readable DDL, one object after another in a stable order (types, sequences, tables with
+-- The current schema $1 as readable DDL, one object after another in a stable order (types, domains, sequences, tables with
 -- their columns, constraints and comments, indexes, functions, triggers, views): what dev/schema-dump.ts writes to
 -- sql/schema.sql. Built from the catalog, so that it needs no pg_dump binary (the embedded server ships none).
 with ns as (select oid from pg_namespace where nspname = $1),
@@ -14,6 +14,12 @@ types as (
   from pg_type t join pg_class c on c.oid = t.typrelid or t.typtype = 'e'
   where t.typnamespace = (select oid from ns) and (t.typtype = 'e' or (t.typtype = 'c' and c.relkind = 'c'))
   group by t.oid, t.typname, t.typtype, t.typrelid
+),
+domains as (
+  select 15, t.typname, format('create domain %I.%I as %s%s;', $1, t.typname, format_type(t.typbasetype, t.typtypmod),
+    coalesce((select string_agg(format(E'\n  constraint %I %s', k.conname, pg_get_constraintdef(k.oid)), '' order by k.conname)
+              from pg_constraint k where k.contypid = t.oid), ''))
+  from pg_type t where t.typnamespace = (select oid from ns) and t.typtype = 'd'
 ),
 sequences as (
   select 20, c.relname, format('create sequence %I.%I;', $1, c.relname)
@@ -57,7 +63,7 @@ views as (
   from pg_class c where c.relnamespace = (select oid from ns) and c.relkind = 'v'
 )
 select ddl from (
-  select * from types union all select * from sequences union all select * from tables union all select * from indexes
+  select * from types union all select * from domains union all select * from sequences union all select * from tables union all select * from indexes
   union all select * from functions union all select * from triggers union all select * from views
 ) o(part, name, ddl)
 order by part, name

@@ -11,6 +11,18 @@ create type pgonce.admission as (
 
 create type pgonce.admission_error as enum ('EXTEND_NOT_PENDING', 'REPLACE_HAS_DEPENDENTS', 'DEPENDENCY_NOT_FOUND');
 
+create domain pgonce.jobs_dedup_key as text
+  constraint jobs_dedup_key_bytes CHECK (((octet_length(VALUE) >= 1) AND (octet_length(VALUE) <= 255)));
+
+create domain pgonce.jobs_job_id as text
+  constraint jobs_job_id_bytes CHECK (((octet_length(VALUE) >= 1) AND (octet_length(VALUE) <= 255)));
+
+create domain pgonce.jobs_name as text
+  constraint jobs_name_bytes CHECK (((octet_length(VALUE) >= 1) AND (octet_length(VALUE) <= 255)));
+
+create domain pgonce.jobs_queue as text
+  constraint jobs_queue_name CHECK (((octet_length(VALUE) <= 128) AND (VALUE ~ '^[A-Za-z0-9][A-Za-z0-9_.:-]*$'::text)));
+
 create sequence pgonce.job_ids;
 
 create table pgonce.cache_epochs (
@@ -82,9 +94,9 @@ comment on table pgonce.job_schedulers is 'One row per scheduler: every_ms or a 
 
 create table pgonce.jobs (
   id bigint not null default nextval('pgonce.job_ids'::regclass),
-  queue text not null,
-  name text not null,
-  job_id text,
+  queue pgonce.jobs_queue not null,
+  name pgonce.jobs_name not null,
+  job_id pgonce.jobs_job_id,
   data jsonb not null,
   state text not null default 'waiting'::text,
   priority integer not null default pgonce._default_priority(),
@@ -92,7 +104,7 @@ create table pgonce.jobs (
   attempts integer not null default 0,
   max_attempts integer not null default pgonce._default_max_attempts(),
   backoff jsonb,
-  dedup_key text,
+  dedup_key pgonce.jobs_dedup_key,
   lock_token uuid,
   locked_until timestamp with time zone,
   locked_by text,
@@ -108,10 +120,6 @@ create table pgonce.jobs (
   trace_context text,
   stalls integer not null default 0,
   constraint jobs_pkey PRIMARY KEY (id),
-  constraint jobs_dedup_key_bytes CHECK (((dedup_key IS NULL) OR ((octet_length(dedup_key) >= 1) AND (octet_length(dedup_key) <= 255)))) NOT VALID,
-  constraint jobs_job_id_bytes CHECK (((job_id IS NULL) OR ((octet_length(job_id) >= 1) AND (octet_length(job_id) <= 255)))) NOT VALID,
-  constraint jobs_name_bytes CHECK (((octet_length(name) >= 1) AND (octet_length(name) <= 255))) NOT VALID,
-  constraint jobs_queue_name CHECK (((octet_length(queue) <= 128) AND (queue ~ '^[A-Za-z0-9][A-Za-z0-9_.:-]*$'::text))) NOT VALID,
   constraint jobs_state_check CHECK ((state = ANY (ARRAY['waiting'::text, 'delayed'::text, 'waiting-children'::text, 'claimed'::text, 'active'::text, 'completed'::text, 'failed'::text, 'cancelled'::text])))
 );
 comment on table pgonce.jobs is 'One row per job generation. state: waiting|delayed|waiting-children|claimed|active|completed|failed|cancelled (claimed: leased by a worker, handler not started). attempts counts handler starts.';
