@@ -1,14 +1,15 @@
 -- queue.add of a plain job (no jobId, dedup key or dependency: nothing to decide): the INSERT of _insert_jobs() for
--- one row, with the same rules (_new_job_state, _due_at, the defaults), answered in _answer()'s shape. The idle
--- slots are probed once (_idle_worker_waits): the hand-off (_hand_off_target, 000008) and the wake-up (_wake, only for
--- a job due now) are asked only when a worker sleeps. One probe and the scalar defaults instead of _job_defaults():
--- ~1.18x the adds/s from 16 connections (bench/README.md, "Plain adds, one probe"). $1 queue, $2 name, $3 data (JSON
--- text), $4 delay ms, $5 priority, $6 max attempts, $7 backoff (JSON text), $8 trace context, $9 whether it may hand
--- off (true when the statement is its own transaction). Handed off, the job is inserted active for that worker, as a
--- claim would leave it, and _hand_off() sends it in the NOTIFY (W6, bench/README.md "Hand-off").
+-- one row, with the same rules (_new_job_state, _due_at, the scalar defaults), answered in _answer()'s shape. Kept
+-- beside add_job() because it skips its and _insert_jobs()' plpgsql layers and arrays: more adds/s from 16
+-- connections (W2 1.34x, bench/README.md "Won back"). The idle slots are probed once (_idle_worker_waits); the hand-off
+-- (_hand_off_target, 000008) and the wake-up (_wake, for a job due now) are asked only when a worker sleeps: ~1.18x
+-- server-side (bench/README.md, "Plain adds against 4a0a88e"). $1 queue, $2 name, $3 data (JSON text), $4 delay ms,
+-- $5 priority, $6 max attempts, $7 backoff (JSON text), $8 trace context, $9 whether it may hand off (its own
+-- transaction). Handed off, the job goes in active for that worker, as a claim leaves it, and _hand_off() sends it.
 with idle as materialized (
   select :PGONCE_SCHEMA._idle_worker_waits($1) as waits
 ), target as (
+  -- offset 0 keeps the subquery whole: pulled up, its filter became a join filter and the function ran anyway.
   select t.* from idle left join lateral (
     select * from :PGONCE_SCHEMA._hand_off_target($1, $9::boolean, $4::bigint, $3, $7, $8) where idle.waits offset 0) t on true
 ), ins as (
