@@ -1,6 +1,7 @@
 // A drain beside housekeeping that works off a backlog (completed jobs finished 1 to 4 hours ago, retention 30 min):
-// jobs/s of a 50,000-job drain (Worker, concurrency 16) with no pruner, beside back-to-back runMaintenance calls (what a cron loop does, and what a Worker's
-// housekeeping did before it was paced), and beside a second Worker whose own housekeeping prunes (paced: maintenance.ts, RoundSettings);
+// jobs/s of a 50,000-job drain (Worker, concurrency 16) with no pruner, beside back-to-back runMaintenance calls
+// (what a cron loop does, and what a Worker's housekeeping did before it was paced), and beside a second Worker whose
+// own housekeeping prunes (paced: maintenance.ts, RoundSettings);
 // then how long that Worker's close() takes in the middle of its round. Rounds alternate the three.
 //
 //   npx tsx --conditions=development bench/housekeeping.ts      (ROWS=2000000, JOBS=50000, ROUNDS=3 by default)
