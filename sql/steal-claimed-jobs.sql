@@ -15,8 +15,9 @@ with picked as (
       locked_until = now() + make_interval(secs => $3::bigint / 1000.0),
       locked_by = $4, attempts = j.attempts + 1, started_at = now()
   where j.ctid = any(array(select ctid from picked)) and j.state = 'claimed'
-  returning j
+  returning j.*
 )
-select x.*, (extract(epoch from (c.j).run_at) * 1000000)::bigint::text as run_at_us -- the cursor's run_at, as sql/claim-jobs.sql answers it
-from stolen c, lateral :PGONCE_SCHEMA._as_claimed(c.j) x
+-- The answer as sql/claim-jobs.sql gives it (run_at_us: the cursor's run_at).
+select x.*, (extract(epoch from c.run_at) * 1000000)::bigint::text as run_at_us
+from stolen c, lateral :PGONCE_SCHEMA._as_claimed(cast(row(c.*) as :PGONCE_SCHEMA.jobs)) x
 order by x.priority, x.run_at_ms, x.id
