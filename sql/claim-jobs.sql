@@ -30,6 +30,8 @@ with picked as materialized (
     for update skip locked) as ctids
 ), claimed as (
   update :PGONCE_SCHEMA.jobs j
+  -- "Started now" is tested in three columns (an UPDATE cannot join a lateral on its target; precomputing the first
+  -- $3 ctids as a column of `picked` cost 0.3 ms a 250-job claim, ~7%).
   set state = case when $3::integer >= $2 or j.ctid = any((select p.ctids[:$3::integer] from picked p)::tid[]) then 'active' else 'claimed' end,
       lock_token = ((select left(gen_random_uuid()::text, 19)) || overlay(lpad(to_hex(j.id), 16, '0') placing '-' from 5 for 0))::uuid,
       locked_until = now() + make_interval(secs => $4::bigint / 1000.0),
