@@ -6,7 +6,7 @@
 //   DATABASE_URL=… N=100000 Q=notifications npx tsx --conditions=development dev/drain-probe.ts
 //   DROP_INDEXES=jobs_finished,…  drops those indexes of the probe's schema first (what an index costs the drain)
 
-import { readFileSync } from 'node:fs'
+import { readdirSync, readFileSync } from 'node:fs'
 import pg from 'pg'
 import { Worker, migrate } from '../src/index.js'
 
@@ -31,10 +31,9 @@ try {
     const values = (typeof config === 'string' ? args[1] : config.values) as unknown[][] | undefined
     let kind = (text.split('\n')[0] ?? '').slice(0, 48)
     let items = 0
-    if (kind.startsWith('-- A worker\'s step')) {
-      const done = values?.[0]?.length ?? 0
-      kind = done > 0 ? 'step: completions' : 'step: starts'
-      items = done > 0 ? done : values?.[3]?.length ?? 0
+    if (kind.startsWith('-- Completes jobs') || kind.startsWith('-- Starts claimed-ahead')) {
+      kind = kind.startsWith('-- Completes') ? 'completions' : 'starts'
+      items = values?.[0]?.length ?? 0
     } else if (kind.startsWith('-- Claims up to')) items = Number(values?.[1])
     const s = stats.get(kind) ?? { n: 0, items: 0, ms: 0 }
     stats.set(kind, s)
@@ -50,6 +49,20 @@ try {
     const f = (readFileSync('/proc/stat', 'utf8').split('\n')[0] ?? '').trim().split(/\s+/).slice(1).map(Number)
     return ((f[0] ?? 0) + (f[1] ?? 0) + (f[2] ?? 0) + (f[5] ?? 0) + (f[6] ?? 0)) * 10
   }
+  /** CPU time of every process named postgres so far (utime + stime, /proc/<pid>/stat), in ms: the server's share. */
+  const server = (): number => {
+    let ticks = 0
+    for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
+      try {
+        const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+        if (!stat.includes('(postgres)')) continue
+        const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+        ticks += Number(f[11]) + Number(f[12])
+      } catch { /* gone meanwhile */ }
+    }
+    return ticks * 10
+  }
+  const server0 = server()
   const busy0 = machine()
   const cpu0 = process.cpuUsage()
   let done = 0
@@ -59,11 +72,12 @@ try {
   worker.on('completed', () => { done++; last = performance.now() })
   while (done < N) await new Promise((resolve) => setTimeout(resolve, 50))
   const busy = machine() - busy0
+  const serverBusy = server() - server0
   const cpu = process.cpuUsage(cpu0)
   await worker.close()
   await pool.end()
   process.stdout.write(`${Math.round((N * 1000) / (last - first))} jobs/s; CPU per job: machine ${(busy * 1000 / N).toFixed(0)} µs, ` +
-    `Node ${((cpu.user + cpu.system) / N).toFixed(0)} µs\n`)
+    `Node ${((cpu.user + cpu.system) / N).toFixed(0)} µs, server ${(serverBusy * 1000 / N).toFixed(0)} µs\n`)
   for (const [kind, s] of stats) {
     process.stdout.write(`${kind.padEnd(50)} ${String(s.n).padStart(7)} sent, ${(s.items / s.n).toFixed(1).padStart(6)} jobs each, ${(s.ms / s.n).toFixed(2)} ms\n`)
   }

@@ -930,35 +930,6 @@ AS $function$
   select 86400000::bigint, 604800000::bigint, null::integer
 $function$;
 
-CREATE OR REPLACE FUNCTION pgonce._step_jobs(p_done_ids bigint[], p_done_tokens uuid[], p_results text[], p_start_ids bigint[], p_start_tokens uuid[], p_lease_ms bigint)
- RETURNS TABLE(token uuid, state text, attempts integer)
- LANGUAGE plpgsql
-AS $function$
-begin
-  if cardinality(p_done_ids) > 0 then
-    return query
-    update "pgonce".jobs j
-    set state = case when j.cancel_requested_at is null then 'completed' else 'cancelled' end,
-        result = i.result::jsonb, finished_at = now(), locked_until = null
-    from unnest(p_done_ids, p_done_tokens, p_results) as i(id, token, result)
-    where j.id = i.id and j.state || '' = 'active' and j.lock_token = i.token
-    returning j.lock_token, j.state, j.attempts;
-  end if;
-  if cardinality(p_start_ids) > 0 then
-    if coalesce(cardinality(p_done_ids), 0) = 0 then
-      perform set_config('synchronous_commit', 'off', true);
-    end if;
-    return query
-    update "pgonce".jobs j
-    set state = 'active', attempts = j.attempts + 1, started_at = now(),
-        locked_until = now() + make_interval(secs => p_lease_ms / 1000.0)
-    from unnest(p_start_ids, p_start_tokens) as i(id, token)
-    where j.id = i.id and j.state || '' = 'claimed' and j.lock_token = i.token
-    returning j.lock_token, j.state, j.attempts;
-  end if;
-end
-$function$;
-
 CREATE OR REPLACE FUNCTION pgonce._wake(p_queue text)
  RETURNS boolean
  LANGUAGE plpgsql

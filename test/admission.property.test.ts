@@ -4,7 +4,7 @@
 // transaction), add_job() (raising, and with raise_rejection => false) and add_jobs(), through
 // test/helpers/admission-sql.ts; every batch is its items one after another, whatever the path. Between adds, owners
 // and parents move along through test/helpers/owner-transitions.ts: claimed (to active, or claimed ahead), started
-// (sql/step-jobs.sql), completed (sql/step-jobs.sql), failed (sql/fail-job.sql), cancelled or finished by an
+// (sql/start-jobs.sql), completed (sql/complete-jobs.sql), failed (sql/fail-job.sql), cancelled or finished by an
 // operator's UPDATE, key expired or removed, row deleted by hand; each end releases a no-TTL key and promotes or fails
 // the dependents (cascading) as the model says. The model is test/helpers/admission-model.ts. The rows (jobs with
 // state, attempts, last_error and delay; dependency edges; key rows; getDeduplicationJobId and getJobByCustomId) are
@@ -50,7 +50,7 @@
 //   000004 jobs_removed   only a waiting/delayed/waiting-children parent's deletion fails its dependents
 //                         -> queue.add(jobId:j1), finishByHand, queue.add(jobId:j1 key:k1 dependsOn:[ownerOf:k1]),
 //                            deleteRow: the dependent stays waiting-children, the model 'failed' ('was removed')
-//   000004 _step_jobs     a start does not count the attempt
+//   sql/start-jobs.sql   a start does not count the attempt
 //                         -> queue.add(key:k1), claimAhead, start: attempts 0, the model 1
 //   sql/fail-job.sql      failed only past the last attempt (attempts > max_attempts)
 //                         -> add_job(key:k1 ttl attempts:1), claim, fail: left 'waiting', the model 'failed'

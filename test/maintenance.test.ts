@@ -104,9 +104,9 @@ describe('runMaintenance', () => {
     try {
       await a.query('begin')
       await b.query('begin')
-      await a.query(sqlFor('step-jobs', db.schema), [[p1!.id], [token(p1!.id)], [null], [], [], 60_000])
+      await a.query(sqlFor('complete-jobs', db.schema), [[p1!.id], [token(p1!.id)], [null]])
       // b's completion of the other parent waits on the dependent's row lock until a commits, then sees p1 completed.
-      const second = b.query(sqlFor('step-jobs', db.schema), [[p2!.id], [token(p2!.id)], [null], [], [], 60_000])
+      const second = b.query(sqlFor('complete-jobs', db.schema), [[p2!.id], [token(p2!.id)], [null]])
       await new Promise((r) => setTimeout(r, 200))
       expect((await storedJob(db, child.id)).state).toBe('waiting-children')
       await a.query('commit')

@@ -30,7 +30,7 @@ it('a child added while its parent completes ends up runnable, whichever commits
       [parent.id])
     // The completion and the child's add race on separate connections.
     const [, child] = await Promise.all([
-      completer.query(sqlFor('step-jobs', db.schema), [[parent.id], [claimed!.lock_token], ['null'], [], [], 30_000]),
+      completer.query(sqlFor('complete-jobs', db.schema), [[parent.id], [claimed!.lock_token], ['null']]),
       adder.add('child', { n: i }, { dependsOn: [parent.id] }),
     ])
     const { rows: [row] } = await db.pool.query<{ state: string }>(`select state from "${db.schema}".jobs where id = $1`, [child.id])

@@ -58,16 +58,17 @@ describe('claim sizes of a busy worker', () => {
   }, 60_000)
 
   it('claims again once the completions that filled its cap on held jobs are recorded (it idled until the poll)', async () => {
-    // concurrency 1, batchSize 1: at most two jobs held (concurrency + batchSize), counting those whose completion is
-    // still being written. A row lock taken by the test holds job a's completion statement, so that a's and b's
-    // completions fill the cap after both handlers returned; nothing then finishes that would free a slot.
+    // concurrency 1, batchSize 1: at most two jobs held (concurrency + batchSize), plus one (batchSize) whose outcome is
+    // being written. A row lock taken by the test holds job a's completion statement, so that a's, b's and c's
+    // completions fill the cap after their handlers returned; nothing then finishes that would free a slot, and d
+    // waits until the completions are recorded.
     const ids: string[] = []
-    for (const i of [1, 2, 3]) {
+    for (const i of [1, 2, 3, 4]) {
       const { rows } = await db.pool.query(
         `insert into "${db.schema}".jobs (queue, name, data, run_at) values ('cap', 'n', '{}', now() - make_interval(secs => 10 - $1)) returning id`, [i])
       ids.push(rows[0].id)
     }
-    const [a, b, c] = ids as [string, string, string]
+    const [a, b, c, d] = ids as [string, string, string, string]
     const ran: string[] = []
     let releaseA!: () => void
     const aMayReturn = new Promise<void>((resolve) => { releaseA = resolve })
@@ -82,12 +83,13 @@ describe('claim sizes of a busy worker', () => {
       await locker.query('begin')
       await locker.query(`select 1 from "${db.schema}".jobs where id = $1 for update`, [a])
       releaseA()
-      await waitFor(() => ran.includes(b), 5_000, 'job b to run while a\'s completion waits for the lock')
+      await waitFor(() => ran.includes(c), 5_000, 'jobs b and c to run while a\'s completion waits for the lock')
       await new Promise((r) => setTimeout(r, 200))
-      expect(ran).toEqual([a, b])
-      await locker.query('rollback')
-      await waitFor(async () => (await storedJob(db, c)).state === 'completed', 5_000, 'job c to complete well before the 60 s poll')
+      // Without the bound on jobs being completed, d would run too; with them counted in full, c would not.
       expect(ran).toEqual([a, b, c])
+      await locker.query('rollback')
+      await waitFor(async () => (await storedJob(db, d)).state === 'completed', 5_000, 'job d to complete well before the 60 s poll')
+      expect(ran).toEqual([a, b, c, d])
     } finally {
       await locker.query('rollback').catch(() => {})
       locker.release()

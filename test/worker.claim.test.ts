@@ -143,7 +143,7 @@ describe('claim-jobs', () => {
 
       // The first claim's token of a job no longer completes it.
       const stale = first[0]!
-      const { rows } = await db.pool.query(sqlFor('step-jobs', db.schema), [[stale.id], [stale.lock_token], [null], [], [], 30_000])
+      const { rows } = await db.pool.query(sqlFor('complete-jobs', db.schema), [[stale.id], [stale.lock_token], [null]])
       expect(rows).toEqual([])
       const { rows: [job] } = await db.pool.query(`select state from "${db.schema}".jobs where id = $1`, [stale.id])
       expect(job.state).toBe('active')

@@ -31,7 +31,7 @@ describe('lock order of a worker\'s statements', () => {
       // Not in one turn: the start step runs beside the heartbeat, as in a worker.
       const [alive, started] = await Promise.all([
         store.heartbeat(reversed.map((j) => j.id), reversed.map((j) => j.token)),
-        store.step([], jobs),
+        store.start(jobs),
       ])
       expect(alive.size).toBe(n)
       expect(started.size).toBe(n)

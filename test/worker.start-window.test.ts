@@ -3,8 +3,11 @@
 // with slow handlers starts no job before a slot is free for it (a claimed-ahead job stays pending: a replace, a cancel
 // or an idle worker can still take it).
 
+import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { Worker } from '../src/index.js'
+import { PACKAGE_ROOT } from '../src/db/sql-files.js'
 import { type TestSchema, freshSchema } from './support/schema.js'
 import { recordingPool } from './fixtures/recording-pool.js'
 import { waitFor } from './fixtures/worker-helpers.js'
@@ -18,6 +21,9 @@ afterAll(async () => {
   await db.drop()
 })
 
+/** The first line of sql/start-jobs.sql, by which the recording pool tells a start from other statements. */
+const START_HEADER = readFileSync(join(PACKAGE_ROOT, 'sql', 'start-jobs.sql'), 'utf8').split('\n')[0] as string
+
 /** Claims before a drain's pace is known and its window open. */
 const WARM_UP = 10
 
@@ -25,7 +31,7 @@ const WARM_UP = 10
 async function drain(queue: string, total: number, concurrency: number, handlerMs: number, batchSize = 100) {
   await db.pool.query(
     `insert into "${db.schema}".jobs (queue, name, data) select $1, 'n', '{}' from generate_series(1, $2)`, [queue, total])
-  // Jobs made active per statement: a claim's third parameter (how many it starts), a start step's fourth (the ids).
+  // Jobs made active per statement: a claim's third parameter (how many it starts), a start's first (the ids).
   const started: number[] = []
   // Jobs made active by start statements once the pace is known (after the first WARM_UP claims).
   let byStarts = 0
@@ -34,9 +40,9 @@ async function drain(queue: string, total: number, concurrency: number, handlerM
     if (text.startsWith('-- Claims up to')) {
       started.push(Number(values?.[2]))
       claims++
-    } else if (text.startsWith('-- A worker\'s step') && (values?.[3] as unknown[]).length > 0) {
-      started.push((values?.[3] as unknown[]).length)
-      if (claims > WARM_UP) byStarts += (values?.[3] as unknown[]).length
+    } else if (text.startsWith(START_HEADER)) {
+      started.push((values?.[0] as unknown[]).length)
+      if (claims > WARM_UP) byStarts += (values?.[0] as unknown[]).length
     }
   })
   const runs = new Map<string, number>()

@@ -160,7 +160,7 @@ export class HeldJob<Data> implements JobContext {
     try {
       return await inTransaction(pool, logger, async (tx) => {
         const value = await fn(tx)
-        const ended = (await store.step([{ id: this.id, token: this.token, resultJson: resultJson(value, logger, this.id) }], [], tx)).get(this.token)?.state
+        const ended = (await store.complete([{ id: this.id, token: this.token, resultJson: resultJson(value, logger, this.id) }], tx)).get(this.token)?.state
         if (ended === undefined) throw new LeaseLostError(this.id)
         if (ended === 'cancelled') throw new JobCancelledError(this.id)
         pending.result = value

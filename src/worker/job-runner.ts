@@ -37,6 +37,8 @@ export class JobRunner<Data, Result> {
   private readonly ready = new StartedAhead<HeldJob<Data>>(() => this.slots.giveBackAfterMs(), (late) => void this.giveBack(late))
   private readonly slots: Slots
   private accepting = true
+  /** Jobs whose handler has ended and whose outcome is being written (see Slots.demand). */
+  private finishing = 0
 
   constructor(
     private readonly handler: Handler<Data, Result>,
@@ -54,6 +56,7 @@ export class JobRunner<Data, Result> {
       get buffered() { return runner.buffer.length },
       get ready() { return runner.ready.length },
       get held() { return runner.held.size },
+      get finishing() { return runner.finishing },
       get accepting() { return runner.accepting },
     }, () => steps.startMs)
   }
@@ -184,18 +187,21 @@ export class JobRunner<Data, Result> {
       run.end(err)
       this.handlerDone(h)
       await this.settler.threw(h, err).catch((e: Error) => this.host.reportError(e))
+      this.finishing--
       this.settled(h)
       return
     }
     run.end()
     this.handlerDone(h)
     await this.settler.succeeded(h, result).catch((e: Error) => this.host.reportError(e))
+    this.finishing--
     this.settled(h)
   }
 
   /** Frees the handler's slot at once: its outcome is written in the background (batched). */
   private handlerDone(h: HeldJob<Data>): void {
     h.phase = 'settling'
+    this.finishing++
     this.slots.running--
     this.slots.pace.jobFinished()
     this.fill()

@@ -114,24 +114,29 @@ export class JobStore {
   }
 
   /**
-   * One step: completes `done` and starts the claimed jobs `start`. For each token changed: its new state (completed,
-   * cancelled, or active for a start) and run count. `runner` lets `ctx.transaction` complete its job inside the
-   * caller's transaction. A token missing from the answer: lease lost (a completion), or the job is gone or taken over
-   * (a start: it must not run).
+   * Completes jobs whose handlers returned. For each token changed: its new state (completed, or cancelled if that was
+   * requested meanwhile) and run count; a token missing from the answer lost its lease. `runner` lets
+   * `ctx.transaction` complete its job inside the caller's transaction; otherwise the statement takes its turn among
+   * the worker's multi-row changes (see `inTurn`).
    */
-  async step(done: readonly Completion[], start: readonly { id: string; token: string }[], runner?: PgRunner): Promise<Map<string, { state: JobState; attempts: number }>> {
+  async complete(done: readonly Completion[], runner?: PgRunner): Promise<Map<string, Step>> {
     const d = byId(done)
-    const s = byId(start)
-    const values = [d.map((c) => c.id), d.map((c) => c.token), d.map((c) => c.resultJson),
-      s.map((j) => j.id), s.map((j) => j.token), this.leaseMs]
-    type Row = { token: string; state: JobState; attempts: number }
-    // A step of starts only takes no turn (a start must not wait for a completion's WAL flush). A heartbeat sent while
-    // one of its jobs was still buffered can be in flight beside its start: both lock in ascending id order (byId), so
-    // one waits for the other instead of deadlocking.
-    const { rows } = runner !== undefined ? await this.run<Row>('step-jobs', values, runner)
-      : done.length === 0 ? await this.run<Row>('step-jobs', values)
-        : await this.inTurn(() => this.run<Row>('step-jobs', values))
-    return new Map(rows.map((r) => [r.token, { state: r.state, attempts: r.attempts }]))
+    const values = [d.map((c) => c.id), d.map((c) => c.token), d.map((c) => c.resultJson)]
+    const { rows } = runner !== undefined ? await this.run<StepRow>('complete-jobs', values, runner)
+      : await this.inTurn(() => this.run<StepRow>('complete-jobs', values))
+    return stepsOf(rows)
+  }
+
+  /**
+   * Starts claimed-ahead jobs. For each token started: 'active' and its run count; a token missing from the answer
+   * must not run (the job is gone, superseded or cancelled, or its lease was taken over). Takes no turn: a start must
+   * not wait for a completion's WAL flush. A heartbeat sent while one of these jobs was still buffered can be in
+   * flight beside it: both lock in ascending id order (byId), so one waits for the other instead of deadlocking.
+   */
+  async start(jobs: readonly { id: string; token: string }[]): Promise<Map<string, Step>> {
+    const s = byId(jobs)
+    const { rows } = await this.run<StepRow>('start-jobs', [s.map((j) => j.id), s.map((j) => j.token), this.leaseMs])
+    return stepsOf(rows)
   }
 
   /**
@@ -182,6 +187,20 @@ export class JobStore {
     const { rows } = await this.run<{ wait_ms: number | null }>('next-run-at', [this.queue])
     return rows[0]?.wait_ms ?? null
   }
+}
+
+/** A job a completion or start changed: its new state and run count. */
+export interface Step {
+  state: JobState
+  attempts: number
+}
+
+interface StepRow extends Step {
+  token: string
+}
+
+function stepsOf(rows: StepRow[]): Map<string, Step> {
+  return new Map(rows.map((r) => [r.token, { state: r.state, attempts: r.attempts }]))
 }
 
 /**

@@ -15,7 +15,8 @@ export interface WorkerOptions extends ConnectionOptions {
    * Most jobs claimed by one statement. Each claim takes the free slots plus a prefetch sized to the pace of the
    * handlers (two claim round trips' worth), at least `min(batchSize / 2, 16 × concurrency)`; claimed-ahead jobs stay
    * pending (a replace supersedes them, an idle worker takes them over). At most `concurrency + batchSize` jobs are
-   * held (leased) at once. (Default: 500)
+   * held (leased) at once, plus up to `batchSize` whose handlers have ended while their outcomes are written.
+   * (Default: 500)
    */
   batchSize?: number
   /** How long a claimed job is reserved for this worker without a heartbeat, in ms. (Default: 30000) */

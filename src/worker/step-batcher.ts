@@ -105,7 +105,7 @@ export class StepBatcher {
     this.startsInFlight++
     const sent = performance.now()
     try {
-      const changed = await this.store.step([], batch)
+      const changed = await this.store.start(batch)
       const ms = performance.now() - sent
       this.startMs = this.startMs === 0 ? ms : (ms + this.startMs) / 2
       this.startRetryMs = 100
@@ -138,7 +138,7 @@ export class StepBatcher {
         // After a failure whose answer may have been lost, the earlier attempt may have committed: ask first.
         const recorded = unsure ? await this.alreadyRecorded(batch) : new Map<string, JobState>()
         const todo = batch.filter((p) => !recorded.has(p.completion.token))
-        const changed = todo.length > 0 ? await this.store.step(todo.map((p) => p.completion), []) : new Map()
+        const changed = todo.length > 0 ? await this.store.complete(todo.map((p) => p.completion)) : new Map()
         this.completions.splice(0, batch.length)
         retryMs = 100
         unsure = false
@@ -169,7 +169,7 @@ export class StepBatcher {
       let completion = p.completion
       for (;;) {
         try {
-          p.settle(endOf((await this.store.step([completion], [])).get(completion.token)?.state))
+          p.settle(endOf((await this.store.complete([completion])).get(completion.token)?.state))
           break
         } catch (err) {
           if (!isDataError(err) || completion.resultJson === null) {

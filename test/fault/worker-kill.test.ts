@@ -205,8 +205,8 @@ describe('a stale lock token', () => {
       const before = await snapshot()
 
       const attempts: [string, unknown[]][] = [
-        ['step-jobs', [[job.id], [old], ['{"stale":true}'], [], [], 60_000]],
-        ['step-jobs', [[], [], [], [job.id], [old], 60_000]],
+        ['complete-jobs', [[job.id], [old], ['{"stale":true}']]],
+        ['start-jobs', [[job.id], [old], 60_000]],
         ['fail-job', [job.id, old, 'stale failure', null, 0]],
         ['heartbeat', [[job.id], [old], 600_000]],
         ['release-jobs', [[job.id], [old], 0]],
@@ -220,7 +220,7 @@ describe('a stale lock token', () => {
       }
       expect(await snapshot()).toEqual(before)
       // The current token still works.
-      const { rows } = await db.pool.query(sqlFor('step-jobs', s), [[job.id], [current], ['{"ok":true}'], [], [], 60_000])
+      const { rows } = await db.pool.query(sqlFor('complete-jobs', s), [[job.id], [current], ['{"ok":true}']])
       expect(rows).toHaveLength(1)
     } finally {
       await queue.close()

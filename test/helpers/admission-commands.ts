@@ -283,14 +283,14 @@ class JobStep extends Step {
         const row = await startJob(db, id, w.tokens.get(id) ?? '')
         const expected = { state: 'active', attempts: job.attempts }
         if (row?.state !== expected.state || row.attempts !== expected.attempts) {
-          throw new Error(`${label}: step-jobs started it as ${JSON.stringify(row)}, the model ${JSON.stringify(expected)}`)
+          throw new Error(`${label}: start-jobs started it as ${JSON.stringify(row)}, the model ${JSON.stringify(expected)}`)
         }
         return
       }
       case 'complete': {
         m.complete(job.id)
         const row = await completeJob(db, id, w.tokens.get(id) ?? '')
-        if (row?.state !== 'completed') throw new Error(`${label}: step-jobs answered ${JSON.stringify(row)}, not completed`)
+        if (row?.state !== 'completed') throw new Error(`${label}: complete-jobs answered ${JSON.stringify(row)}, not completed`)
         return
       }
       case 'fail': {

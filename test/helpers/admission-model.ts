@@ -316,7 +316,7 @@ export class AdmissionModel {
     j.state = 'claimed'
   }
 
-  /** sql/step-jobs.sql's start: a claimed job becomes active, its attempt counted. */
+  /** sql/start-jobs.sql: a claimed job becomes active, its attempt counted. */
   start(id: number): void {
     const j = this.mustGet(id)
     if (j.state !== 'claimed') throw new Error(`model: job ${id} is ${j.state}, not claimed`)
@@ -324,7 +324,7 @@ export class AdmissionModel {
     j.attempts += 1
   }
 
-  /** sql/step-jobs.sql's completion of an active job. */
+  /** sql/complete-jobs.sql: the completion of an active job. */
   complete(id: number): void {
     this.mustGetActive(id)
     this.end(id, 'completed')

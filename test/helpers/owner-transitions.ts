@@ -1,7 +1,7 @@
 // Moves key owners along for the admission property test: claim (to active, or claimed ahead), start, complete, fail,
 // cancel, finish by hand, key expiry and removal, a row deleted by hand.
 //
-// Starting, completing and failing run pgonce's own statements (sql/step-jobs.sql, sql/fail-job.sql), so that what
+// Starting, completing and failing run pgonce's own statements (sql/start-jobs.sql, sql/complete-jobs.sql, sql/fail-job.sql), so that what
 // follows a job's end is pgonce's logic, not the test's; their parameters are known here and nowhere else in the tests
 // that use this file. A claim is a raw UPDATE that does to the row what sql/claim-jobs.sql does to the jobs it claims
 // (no worker runs, so nothing else ever claims; claim-jobs.sql itself only takes due jobs in fetch order, and the test
@@ -43,22 +43,16 @@ interface StepRow {
   attempts: number
 }
 
-/** sql/step-jobs.sql: $1 done ids, $2 their tokens, $3 results (JSON text), $4 start ids, $5 their tokens, $6 lease ms. */
-async function stepJobs(db: OwnerDb, done: [string, string][], start: [string, string][]): Promise<StepRow[]> {
-  const { rows } = await db.pool.query<StepRow>(sqlFor('step-jobs', db.schema), [
-    done.map(([id]) => id), done.map(([, t]) => t), done.map(() => null),
-    start.map(([id]) => id), start.map(([, t]) => t), LEASE_MS])
-  return rows
-}
-
-/** sql/step-jobs.sql starting one claimed job: its row ({ state: 'active', attempts }), or null if the token did not match. */
+/** sql/start-jobs.sql ($1 ids, $2 tokens, $3 lease ms) starting one claimed job: its row ({ state: 'active', attempts }), or null if the token did not match. */
 export async function startJob(db: OwnerDb, id: string, token: string): Promise<StepRow | null> {
-  return (await stepJobs(db, [], [[id, token]]))[0] ?? null
+  const { rows } = await db.pool.query<StepRow>(sqlFor('start-jobs', db.schema), [[id], [token], LEASE_MS])
+  return rows[0] ?? null
 }
 
-/** sql/step-jobs.sql completing one active job: its row ({ state: 'completed', … }), or null if the token did not match. */
+/** sql/complete-jobs.sql ($1 ids, $2 tokens, $3 results as JSON text) completing one active job: its row ({ state: 'completed', … }), or null if the token did not match. */
 export async function completeJob(db: OwnerDb, id: string, token: string): Promise<StepRow | null> {
-  return (await stepJobs(db, [[id, token]], []))[0] ?? null
+  const { rows } = await db.pool.query<StepRow>(sqlFor('complete-jobs', db.schema), [[id], [token], [null]])
+  return rows[0] ?? null
 }
 
 /**
@@ -91,7 +85,7 @@ export async function removeOwnKey(
 }
 
 /**
- * Ends a live job by hand (an operator's UPDATE, bypassing sql/step-jobs.sql and sql/fail-job.sql): completed, failed,
+ * Ends a live job by hand (an operator's UPDATE, bypassing sql/complete-jobs.sql and sql/fail-job.sql): completed, failed,
  * or cancelled (what queue.cancelJob does to a pending job). The lease goes; the jobs_finished trigger does the rest.
  * False if the job was not live.
  */
