@@ -436,14 +436,15 @@ end
 $function$;
 
 CREATE OR REPLACE FUNCTION pgonce._answer(a pgonce.admission)
- RETURNS TABLE(ordinal integer, outcome text, error text, id text, state text, priority integer, max_attempts integer, run_at_ms double precision, created_at_ms double precision, job text)
+ RETURNS TABLE(ordinal integer, outcome text, error text, job text)
  LANGUAGE sql
  IMMUTABLE ROWS 1
 AS $function$
-  select a.ordinal, a.outcome, a.error::text, (a.job).id::text, (a.job).state, (a.job).priority, (a.job).max_attempts,
-    (extract(epoch from (a.job).run_at) * 1000)::float8, (extract(epoch from (a.job).created_at) * 1000)::float8,
-    case when a.outcome is null or a.outcome not in ('added', 'replaced')
-      then (to_jsonb(a.job) || jsonb_build_object('id', (a.job).id::text))::text end
+  select a.ordinal, a.outcome, a.error::text,
+    case when a.outcome in ('added', 'replaced')
+      then concat_ws(',', (a.job).id, (a.job).state, (a.job).priority, (a.job).max_attempts,
+        (extract(epoch from (a.job).run_at) * 1000)::float8, (extract(epoch from (a.job).created_at) * 1000)::float8)
+      else (to_jsonb(a.job) || jsonb_build_object('id', (a.job).id::text))::text end
 $function$;
 
 CREATE OR REPLACE FUNCTION pgonce._as_claimed(j pgonce.jobs)
@@ -681,22 +682,18 @@ $function$;
 
 CREATE OR REPLACE FUNCTION pgonce._idle_worker_waits(p_queue text)
  RETURNS boolean
- LANGUAGE plpgsql
+ LANGUAGE sql
 AS $function$
-declare
-  v_base bigint := "pgonce"._idle_slot_key(p_queue, 0);
-begin
-  return case
-    when not pg_try_advisory_lock_shared(v_base) then true
-    when not pg_advisory_unlock_shared(v_base) then true
-    when not pg_try_advisory_lock_shared(v_base | 1) then true
-    when not pg_advisory_unlock_shared(v_base | 1) then true
-    when not pg_try_advisory_lock_shared(v_base | 2) then true
-    when not pg_advisory_unlock_shared(v_base | 2) then true
-    when not pg_try_advisory_lock_shared(v_base | 3) then true
-    when not pg_advisory_unlock_shared(v_base | 3) then true
-    else false end;
-end
+  select case
+    when not pg_try_advisory_lock_shared("pgonce"._idle_slot_key(p_queue, 0)) then true
+    when not pg_advisory_unlock_shared("pgonce"._idle_slot_key(p_queue, 0)) then true
+    when not pg_try_advisory_lock_shared("pgonce"._idle_slot_key(p_queue, 1)) then true
+    when not pg_advisory_unlock_shared("pgonce"._idle_slot_key(p_queue, 1)) then true
+    when not pg_try_advisory_lock_shared("pgonce"._idle_slot_key(p_queue, 2)) then true
+    when not pg_advisory_unlock_shared("pgonce"._idle_slot_key(p_queue, 2)) then true
+    when not pg_try_advisory_lock_shared("pgonce"._idle_slot_key(p_queue, 3)) then true
+    when not pg_advisory_unlock_shared("pgonce"._idle_slot_key(p_queue, 3)) then true
+    else false end
 $function$;
 
 CREATE OR REPLACE FUNCTION pgonce._insert_jobs(p_queue text, p_names text[], p_datas jsonb[], p_job_ids text[], p_dedup_ids text[], p_delays_ms bigint[], p_priorities integer[], p_max_attempts integer[], p_backoffs jsonb[], p_blocked boolean[], p_trace_contexts text[])

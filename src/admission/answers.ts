@@ -5,19 +5,15 @@ import type { AddRequest } from './request.js'
 import type { AddOutcome, JobRow, JobState } from '../job.js'
 
 /**
- * One row of sql/add-job.sql or sql/add-jobs.sql (the migration's `_answer()`): how an item was decided; a job this
- * call inserted as the few columns the request does not say, any other job whole as JSON text.
+ * One row of sql/add-job.sql or sql/add-jobs.sql (the migration's `_answer()`): how an item was decided, and the job.
+ * A job this call inserted (added, replaced) comes as the columns the request does not say, comma-separated: id, state,
+ * priority, max_attempts, run_at and created_at in ms (one text: every column of an answer costs about a µs per
+ * statement); any other job whole, as JSON text.
  */
 export interface AnswerRow {
   ordinal: number | null
   outcome: AddOutcome | null
   error: string | null
-  id: string | null
-  state: JobState | null
-  priority: number | null
-  max_attempts: number | null
-  run_at_ms: number | null
-  created_at_ms: number | null
   job: string | null
 }
 
@@ -65,15 +61,15 @@ function insertedRow(req: AddRequest, queue: string, id: string, state: JobState
 
 /** The admission of one item from its answer row. */
 export function admissionFromAnswer(a: AnswerRow, req: AddRequest, queue: string): AdmissionRow {
-  if (a.job !== null) return jobRowFromJson(a.job, a.outcome, a.error)
-  if (a.error !== null || a.id === null) {
+  if (a.job === null) {
     // A rejection without an owner row (DEPENDENCY_NOT_FOUND); an answer with neither is a broken schema.
     if (a.error === null) throw new Error('pgonce: an add was answered without a job')
     return { error: a.error, outcome: null, id: null } as unknown as AdmissionRow
   }
-  // Number(): an application may have told pg to parse float8 as text.
-  return insertedRow(req, queue, a.id, a.state as JobState, Number(a.priority), Number(a.max_attempts),
-    Number(a.run_at_ms), Number(a.created_at_ms), JSON.parse(req.dataJson) as unknown, a.outcome)
+  if (a.outcome !== 'added' && a.outcome !== 'replaced') return jobRowFromJson(a.job, a.outcome, a.error)
+  const [id, state, priority, maxAttempts, runAtMs, createdAtMs] = a.job.split(',') as [string, JobState, string, string, string, string]
+  return insertedRow(req, queue, id, state, Number(priority), Number(maxAttempts), Number(runAtMs), Number(createdAtMs),
+    JSON.parse(req.dataJson) as unknown, a.outcome)
 }
 
 /**
