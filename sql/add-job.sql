@@ -2,7 +2,7 @@
 -- A duplicate with nothing to decide is answered here by _admit_one()'s first, lock-free reads (same rules, same
 -- answer) without its plpgsql calls: a live jobId generation (not with dependsOn, whose parents come first), else the
 -- held key of a plain duplicate (an extend without a TTL never gets here: src/admission/request.ts refuses it).
--- Otherwise add_job(). bench/README.md, "Duplicates answered in the statement".
+-- Otherwise add_job(). bench/README.md, "Duplicates answered in the statement". Three answer columns (no ordinal).
 -- $1 queue, $2 name, $3 data, $4 jobId, $5 key, $6 TTL ms, $7 extend, $8 replace, $9 delay ms, $10 priority,
 -- $11 max attempts, $12 backoff, $13 dependsOn (bigint[]), $14 trace context.
 with answered as materialized (
@@ -15,10 +15,10 @@ with answered as materialized (
     and not coalesce($7::boolean, false) and not coalesce($8::boolean, false)
     and k.queue = $1::text and k.key = $5::text and :PGONCE_SCHEMA._key_held(k.expires_at, o.state)
 )
-select x.*
+select x.outcome, x.error, x.job
 from answered h, lateral :PGONCE_SCHEMA._answer(cast(row(1, h.outcome, null, h.o) as :PGONCE_SCHEMA.admission)) x
 union all
-select x.*
+select x.outcome, x.error, x.job
 from :PGONCE_SCHEMA.add_job(queue => $1, name => $2, data => $3::jsonb, job_id => $4, dedup_id => $5,
   dedup_ttl_ms => $6, dedup_extend => $7, dedup_replace => $8, delay_ms => $9, priority => $10, max_attempts => $11,
   backoff => $12::jsonb, depends_on => $13::bigint[], raise_rejection => false, trace_context => $14) a,

@@ -1,9 +1,9 @@
 -- queue.add of a plain job (no jobId, dedup key or dependency: nothing to decide): the INSERT of _insert_jobs() for
--- one row, with the same rules (_new_job_state, _due_at, the scalar defaults), answered in _answer()'s shape. Kept
--- beside add_job() because it skips its and _insert_jobs()' plpgsql layers and arrays: more adds/s from 16
--- connections (W2 1.34x, bench/README.md "Won back"). The idle slots are probed once (_idle_worker_waits); the hand-off
--- (_hand_off_target, 000008) and the wake-up (_wake, for a job due now) are asked only when a worker sleeps: ~1.18x
--- server-side (bench/README.md, "Plain adds against 4a0a88e"). $1 queue, $2 name, $3 data (JSON text), $4 delay ms,
+-- one row, with the same rules (_new_job_state, _due_at, the scalar defaults), answered in _answer()'s shape (three
+-- columns: no ordinal, no NOTIFY result). Kept beside add_job() because it skips its plpgsql layers and arrays
+-- (W2 1.34x, bench/README.md "Won back"). The idle slots are probed once (_idle_worker_waits); the hand-off
+-- (_hand_off_target, 000008) and the wake-up (_wake, for a job due now) are asked only when a worker sleeps (~1.18x
+-- server-side, bench/README.md "Plain adds against 4a0a88e"). $1 queue, $2 name, $3 data (JSON text), $4 delay ms,
 -- $5 priority, $6 max attempts, $7 backoff (JSON text), $8 trace context, $9 whether it may hand off (its own
 -- transaction). Handed off, the job goes in active for that worker, as a claim leaves it, and _hand_off() sends it.
 with idle as materialized (
@@ -27,8 +27,11 @@ with idle as materialized (
     case when t.worker_id is not null then now() end
   from target t
   returning j
+), woken as materialized (
+  -- Scanned below for its side effects only (the hand-off's or the wake-up's NOTIFY), not sent back.
+  select case when (ins.j).locked_by is not null then :PGONCE_SCHEMA._hand_off(ins.j, t.worker_id, t.backend_pid)
+              when i.waits and :PGONCE_SCHEMA._is_queued((ins.j).state) then :PGONCE_SCHEMA._wake($1) end as woken
+  from ins cross join target t cross join idle i
 )
-select x.*,
-  case when (ins.j).locked_by is not null then :PGONCE_SCHEMA._hand_off(ins.j, t.worker_id, t.backend_pid)
-       when i.waits and :PGONCE_SCHEMA._is_queued((ins.j).state) then :PGONCE_SCHEMA._wake($1) end as woken
-from ins cross join target t cross join idle i, lateral :PGONCE_SCHEMA._answer(cast(row(1, 'added', null, ins.j) as :PGONCE_SCHEMA.admission)) x
+select x.outcome, x.error, x.job
+from ins cross join woken, lateral :PGONCE_SCHEMA._answer(cast(row(1, 'added', null, ins.j) as :PGONCE_SCHEMA.admission)) x

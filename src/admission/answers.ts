@@ -11,7 +11,8 @@ import type { AddOutcome, JobRow, JobState } from '../job.js'
  * statement); any other job whole, as JSON text.
  */
 export interface AnswerRow {
-  ordinal: number | null
+  /** The item's place in a batch (sql/add-jobs.sql); a single add's statements leave it out. */
+  ordinal?: number | null
   outcome: AddOutcome | null
   error: string | null
   job: string | null
