@@ -78,6 +78,24 @@ export function typedDatabaseError(err: unknown, statement: string): unknown {
   return code === '55P03' || code === '57014' ? new QueryTimeoutError(code, statement, err) : err
 }
 
+/**
+ * The schema holds migrations this version of pgonce does not ship: a newer pgonce migrated it. Thrown by `migrate()`
+ * (and so by a Queue, Worker or Effects migrating on first use) before it applies anything, since an older version's
+ * statements may call functions those migrations changed. Run one version per schema at a time
+ * (docs/operations.md, "Upgrading pgonce").
+ */
+export class SchemaNewerError extends Error {
+  override readonly name = 'SchemaNewerError'
+  constructor(
+    readonly schema: string,
+    /** The migrations' filenames this version does not know, in order. */
+    readonly unknownMigrations: readonly string[],
+  ) {
+    super(`pgonce: schema ${schema} was migrated by a newer pgonce (migrations this version does not ship: ` +
+      `${unknownMigrations.join(', ')}); run one version per schema at a time: upgrade this process, or stop it`)
+  }
+}
+
 /** The lease of a running job was taken over (expired and rescued, or the job was changed by hand). */
 export class LeaseLostError extends Error {
   override readonly name = 'LeaseLostError'

@@ -1,9 +1,10 @@
-// migrate(): concurrent runs on a new schema, idempotence, and an application's own graphile-migrate history left alone.
+// migrate(): concurrent runs on a new schema, idempotence, a schema a newer pgonce migrated refused, and an application's
+// own graphile-migrate history left alone.
 
 import { randomBytes } from 'node:crypto'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { Queue, migrate } from '../src/index.js'
+import { Queue, SchemaNewerError, Worker, migrate } from '../src/index.js'
 import { committedMigrations } from '../src/migrate/migrations.js'
 import { createDatabase } from '../dev/postgres-server.js'
 import { type TestSchema, freshSchema } from './support/schema.js'
@@ -71,6 +72,44 @@ describe('migrate', () => {
       expect(await appliedMigrations(db.pool, schema)).toEqual(expectedFilenames.map((filename) => ({ filename, n: 1 })))
     } finally {
       await Promise.all(queues.map((q) => q.close()))
+    }
+  })
+
+  it('a schema a newer pgonce migrated is refused: migrate(), a Queue and a Worker apply and run nothing', async () => {
+    const schema = newSchemaName('newer')
+    await migrate({ connectionString: db.url, schema })
+    const last = expectedFilenames[expectedFilenames.length - 1] as string
+    // As a newer pgonce leaves it: one migration this version does not ship; and one of ours missing, to see that
+    // nothing is applied either.
+    await db.pool.query(`insert into "${schema}".migrations (filename, hash) values ('999999-from-a-newer-pgonce.sql', 'sha1:0')`)
+    await db.pool.query(`delete from "${schema}".migrations where filename = $1`, [last])
+
+    const err = await migrate({ connectionString: db.url, schema }).catch((e: unknown) => e)
+    expect(err).toBeInstanceOf(SchemaNewerError)
+    expect(err).toMatchObject({ schema, unknownMigrations: ['999999-from-a-newer-pgonce.sql'] })
+    expect(String((err as Error).message)).toContain('999999-from-a-newer-pgonce.sql')
+    expect((await appliedMigrations(db.pool, schema)).map((m) => m.filename)).not.toContain(last)
+
+    const queue = new Queue('newer', { connectionString: db.url, schema })
+    await db.pool.query(`insert into "${schema}".jobs (queue, name, data) values ('newer', 'by-hand', '{}')`)
+    const ran: unknown[] = []
+    const errors: unknown[] = []
+    const worker = new Worker('newer', async (job) => { ran.push(job.id) }, { connectionString: db.url, schema })
+    worker.on('error', (e) => errors.push(e))
+    try {
+      await expect(queue.add('x', {})).rejects.toBeInstanceOf(SchemaNewerError)
+      const started = Date.now()
+      while (!errors.some((e) => e instanceof SchemaNewerError) && Date.now() - started < 10_000) {
+        await new Promise((resolve) => setTimeout(resolve, 50))
+      }
+      expect(errors.some((e) => e instanceof SchemaNewerError)).toBe(true)
+      await new Promise((resolve) => setTimeout(resolve, 300))
+      expect(ran).toEqual([])
+      const { rows } = await db.pool.query(`select name, state from "${schema}".jobs`)
+      expect(rows).toEqual([{ name: 'by-hand', state: 'waiting' }])
+    } finally {
+      await worker.close()
+      await queue.close()
     }
   })
 

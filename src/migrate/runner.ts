@@ -5,6 +5,7 @@ import { inTransaction } from '../db/checkout.js'
 import { openPool } from '../db/connection.js'
 import { checkSchema } from '../db/identifiers.js'
 import { fillPlaceholders } from '../db/sql-files.js'
+import { SchemaNewerError } from '../errors.js'
 import { checkLogger, type Logger } from '../logger.js'
 import { checkOptions } from '../validate.js'
 import { committedMigrations } from './migrations.js'
@@ -21,6 +22,7 @@ const OPTION_KEYS = ['connectionString', 'pool', 'schema', 'logger'] as const
 /**
  * Brings `schema` up to date. Idempotent and safe when many processes call it
  * at once: they queue on an advisory lock held until their transaction ends.
+ * Throws a SchemaNewerError, applying nothing, when a newer pgonce migrated the schema.
  * Applied migrations are recorded in `<schema>.migrations`, apart from any
  * graphile-migrate history of your own.
  */
@@ -40,6 +42,10 @@ export async function migrate(options: MigrateOptions): Promise<{ applied: strin
            filename text primary key, hash text not null, applied_at timestamptz not null default now())`, schema))
       const done = await client.query<{ filename: string }>(fillPlaceholders('select filename from :PGONCE_SCHEMA.migrations', schema))
       const have = new Set(done.rows.map((r) => r.filename))
+      // A newer pgonce migrated this schema: this version's statements may call what its migrations changed.
+      const shipped = new Set(migrations.map((m) => m.filename))
+      const unknown = [...have].filter((f) => !shipped.has(f)).sort()
+      if (unknown.length > 0) throw new SchemaNewerError(schema, unknown)
       for (const m of migrations) {
         if (have.has(m.filename)) continue
         await client.query(fillPlaceholders(m.body, schema))
