@@ -3,7 +3,7 @@
 // server has pg_stat_statements (tracking nested statements too), the server's mean time per add of the round, the
 // Node process's CPU time and the WAL written per add.
 // Any package root (another commit's checkout) can be loaded, so the same probe compares two versions in one session;
-// bench/README.md, "A single add's INSERT", has what it found.
+// bench/README.md, "A single add's INSERT and answer", has what it found.
 //
 //   DATABASE_URL=postgres://postgres@127.0.0.1:5434/probe_keyed P=1 npx tsx --conditions=development dev/keyed-add-probe.ts [package root]
 //

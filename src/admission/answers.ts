@@ -5,7 +5,8 @@ import type { AddRequest } from './request.js'
 import type { AddOutcome, JobRow, JobState } from '../job.js'
 
 /**
- * One row of sql/add-job.sql or sql/add-jobs.sql (the migration's `_answer()`): how an item was decided, and the job.
+ * One row of the add statements (sql/add-job.sql, add-plain-job.sql, add-jobs.sql; `_answer()`): how an item was
+ * decided, and the job.
  * A job this call inserted (added, replaced) comes as the columns the request does not say, comma-separated: id, state,
  * priority, max_attempts, run_at and created_at in ms (one text: every column of an answer costs about a µs per
  * statement); any other job whole, as JSON text.
