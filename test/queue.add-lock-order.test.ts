@@ -12,7 +12,7 @@ import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { Queue } from '../src/index.js'
 import { waitFor } from './fixtures/worker-helpers.js'
-import { type TestSchema, freshSchema } from './support/schema.js'
+import { type TestSchema, freshSchema, namedSessionUrl } from './support/schema.js'
 
 let db: TestSchema
 
@@ -23,22 +23,21 @@ afterAll(async () => {
   await db.drop()
 })
 
-/**
- * Until `n` sessions running this schema's statements wait for a lock. pg_stat_activity keeps the first 1,024 bytes of
- * a statement (track_activity_query_size): the schema's name must come before that, so an SQL file's header comment
- * must stay shorter (sql/add-job.sql's once grew past it, and this wait timed out).
- */
+/** The application_name of the adding sessions (test files run at once on one server, each in its own schema). */
+const adders = () => `lock-order ${db.schema}`
+
+/** Until `n` of the adding sessions wait for a lock. */
 async function blocked(n: number, what: string): Promise<void> {
   await waitFor(async () => (await db.pool.query(
     `select count(*)::int as n from pg_stat_activity
-     where cardinality(pg_blocking_pids(pid)) > 0 and query like '%' || $1 || '%'`, [db.schema])).rows[0].n >= n, 10_000, what)
+     where cardinality(pg_blocking_pids(pid)) > 0 and application_name = $1`, [adders()])).rows[0].n >= n, 10_000, what)
 }
 
 describe('a single add takes its rows in the batch\'s order', () => {
   it('a replace beside a batch replacing the same key, both queued behind the owner\'s row: no deadlock', async () => {
     const opts = (replace: boolean) => ({ deduplication: { id: 'rk', ttl: 600_000, replace } })
-    const single = new Queue('lo-single', { connectionString: db.url, schema: db.schema, migrate: false, poolSize: 1 })
-    const bulk = new Queue('lo-single', { connectionString: db.url, schema: db.schema, migrate: false, poolSize: 1 })
+    const single = new Queue('lo-single', { connectionString: namedSessionUrl(db.url, adders()), schema: db.schema, migrate: false, poolSize: 1 })
+    const bulk = new Queue('lo-single', { connectionString: namedSessionUrl(db.url, adders()), schema: db.schema, migrate: false, poolSize: 1 })
     const holder = new pg.Client({ connectionString: db.url })
     await holder.connect()
     try {

@@ -10,29 +10,35 @@
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { type Job, Queue } from '../../src/index.js'
-import { type TestSchema, freshSchema } from '../support/schema.js'
+import { type TestSchema, freshSchema, namedSessionUrl } from '../support/schema.js'
 import { waitFor } from './support.js'
 
 let db: TestSchema
 let queue: Queue
 let other: Queue
+/** The waiting adds' connections, told apart in pg_stat_activity by their application_name. */
+let waitersUrl: string
+let viaSqlPool: pg.Pool
 
 beforeAll(async () => {
   db = await freshSchema('fault_adds')
-  queue = new Queue('adds', { connectionString: db.url, schema: db.schema, migrate: false })
-  other = new Queue('adds', { connectionString: db.url, schema: db.schema, migrate: false })
+  waitersUrl = namedSessionUrl(db.url, `fault-adds ${db.schema}`)
+  queue = new Queue('adds', { connectionString: waitersUrl, schema: db.schema, migrate: false })
+  other = new Queue('adds', { connectionString: waitersUrl, schema: db.schema, migrate: false })
+  viaSqlPool = new pg.Pool({ connectionString: waitersUrl, max: 2 })
 })
 afterAll(async () => {
   await queue?.close()
   await other?.close()
+  await viaSqlPool?.end()
   await db?.drop()
 })
 
-/** Backends of this database waiting on a lock. */
+/** The waiting adds' backends (Queues and SQL) that wait on a lock. */
 async function lockWaiters(): Promise<number> {
   const { rows } = await db.pool.query<{ n: number }>(
-    `select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'
-       and query like '%' || $1 || '%'`, [db.schema])
+    `select count(*)::int as n from pg_stat_activity where application_name = $1 and wait_event_type = 'Lock'`,
+    [`fault-adds ${db.schema}`])
   return rows[0]!.n
 }
 
@@ -60,7 +66,7 @@ describe.each([
         const first = await queue.add('first', { who: 'first' }, { ...o, tx: client })
         const waitersBefore = await lockWaiters()
         // Waiters through every path: add (two Queues, two pools), addBulk, and the SQL function.
-        const viaSql = db.pool.query<{ id: string; outcome: string }>(
+        const viaSql = viaSqlPool.query<{ id: string; outcome: string }>(
           `select (a.job).id::text as id, a.outcome from "${db.schema}".add_job(queue => 'adds', name => 'sql',
              job_id => $1, dedup_id => $2, dedup_ttl_ms => $3, dedup_replace => $4) a`,
           'jobId' in o ? [o.jobId, null, null, false] : [null, o.deduplication.id, o.deduplication.ttl ?? null, o.deduplication.replace ?? false])

@@ -16,6 +16,16 @@ export interface TestSchema {
   drop(): Promise<void>
 }
 
+/**
+ * `url` with an application_name of its own: a test tells its sessions apart in pg_stat_activity by it (not by the
+ * query text, of which pg_stat_activity keeps only the first 1,024 bytes).
+ */
+export function namedSessionUrl(url: string, applicationName: string): string {
+  const named = new URL(url)
+  named.searchParams.set('application_name', applicationName)
+  return named.href
+}
+
 export function databaseUrl(): string {
   return inject('databaseUrl')
 }
