@@ -3,12 +3,20 @@
 // statement kind, how many were sent, how many jobs each carried and their mean latency. For before/after checks of
 // the worker's statement pattern (see src/worker/step-batcher.ts); the comparison with peers is bench/.
 //
-//   DATABASE_URL=… N=100000 Q=notifications npx tsx --conditions=development dev/drain-probe.ts
+//   DATABASE_URL=… N=100000 Q=notifications npx tsx --conditions=development dev/drain-probe.ts [package root]
 //   DROP_INDEXES=jobs_finished,…  drops those indexes of the probe's schema first (what an index costs the drain)
+//
+// A package root (another commit's checkout, e.g. `git worktree add /tmp/base 4a0a88e` with a link to this
+// node_modules) drains with that version's Worker and migrations: alternate the two runs to compare versions.
 
 import { readdirSync, readFileSync } from 'node:fs'
+import { resolve } from 'node:path'
+import { pathToFileURL } from 'node:url'
 import pg from 'pg'
-import { Worker, migrate } from '../src/index.js'
+import type * as PgonceApi from '../src/index.js'
+
+const root = resolve(process.argv[2] ?? '.')
+const { Worker, migrate } = (await import(pathToFileURL(`${root}/src/index.ts`).href)) as typeof PgonceApi
 
 const url = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
 const schema = `probe_drain_${Math.random().toString(16).slice(2, 8)}`

@@ -14,20 +14,14 @@ import { resolve } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import pg from 'pg'
 import type * as PgonceApi from '../src/index.js'
+import { recreateDatabase } from './probe-database.js'
 
 const url = new URL(process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/probe_keyed')
-const database = url.pathname.slice(1)
 const producers = Number(process.env.P ?? 16)
 const root = resolve(process.argv[2] ?? '.')
 const { Queue, migrate } = (await import(pathToFileURL(`${root}/src/index.ts`).href)) as typeof PgonceApi
 
-const adminUrl = new URL(url)
-adminUrl.pathname = '/postgres'
-const admin = new pg.Client({ connectionString: adminUrl.href })
-await admin.connect()
-await admin.query(`drop database if exists "${database}"`)
-await admin.query(`create database "${database}"`)
-await admin.end()
+await recreateDatabase(url)
 
 const pool = new pg.Pool({ connectionString: url.href, max: producers })
 pool.on('error', () => {})
