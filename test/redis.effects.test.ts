@@ -163,25 +163,44 @@ describe.skipIf(!ok)('effects with the Redis layer on', () => {
     })
 
     it('a REPEATABLE READ transaction whose snapshot predates the recording is answered false from Redis (Postgres: 40001)', async () => {
-      const k = key('rr')
-      const a = await clients.connect()
-      try {
-        await a.query('begin isolation level repeatable read')
-        await a.query('select 1') // the snapshot
-        expect(await record(k)).toBe(true)
-        // The entry as ctx.effect writes it once its transaction found the key recorded (written in the background).
-        effects.repeatedEffect(k)
-        await until(async () => {
+      // One try of the case; 'fallback' when the pre-check declined to answer from Redis (the listener out of sync
+      // meanwhile: a periodic resync whose probe NOTIFY or Redis read was slow on a loaded machine), so that Postgres
+      // answered, with the 40001 this transaction gets without Redis. Tried again then (three tries in all); any other
+      // result fails, and so do three fallbacks.
+      const attempt = async (): Promise<'answered' | 'fallback'> => {
+        const k = key('rr')
+        const a = await clients.connect()
+        try {
+          await a.query('begin isolation level repeatable read')
+          await a.query('select 1') // the snapshot
+          expect(await record(k)).toBe(true)
+          // The entry as ctx.effect writes it once its transaction found the key recorded (written in the background).
+          effects.repeatedEffect(k)
+          await until(async () => {
+            const hits = effects.cacheOutcomes.get('hit')
+            expect(await record(k)).toBe(false)
+            return effects.cacheOutcomes.get('hit') === hits + 1
+          }, 5_000, 'effects.record answered from Redis')
+          const declined = () => effects.cacheOutcomes.get('unsynced') + effects.cacheOutcomes.get('miss')
+          const declinedBefore = declined()
           const hits = effects.cacheOutcomes.get('hit')
-          expect(await record(k)).toBe(false)
-          return effects.cacheOutcomes.get('hit') === hits + 1
-        }, 5_000, 'effects.record answered from Redis')
-        expect(await effects.record(a, k)).toBe(false)
-        await a.query('commit')
-      } finally {
-        await a.query('rollback').catch(() => {})
-        a.release()
+          try {
+            expect(await effects.record(a, k)).toBe(false)
+          } catch (err) {
+            if ((err as { code?: string }).code === '40001' && declined() > declinedBefore) return 'fallback'
+            throw err
+          }
+          expect(effects.cacheOutcomes.get('hit')).toBe(hits + 1)
+          await a.query('commit')
+          return 'answered'
+        } finally {
+          await a.query('rollback').catch(() => {})
+          a.release()
+        }
       }
+      let result = await attempt()
+      for (let tries = 1; result === 'fallback' && tries < 3; tries++) result = await attempt()
+      expect(result).toBe('answered')
     })
 
     it('a ledger row deleted by hand is recorded and its effect applied again once the NOTIFY is in', async () => {
