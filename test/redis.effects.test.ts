@@ -86,7 +86,7 @@ describe.skipIf(!ok)('effects with the Redis layer on', () => {
     await effects.runOnce(k, () => { runs++ })
     await untilDoneFromRedis(k, () => { runs++ })
     await sql('delete from $S.execution_claims where key = $1', [k])
-    await until(async () => (await effects.runOnce(k, () => { runs++ })) === 'ran', 1_000, 'the key to run again')
+    await until(async () => (await effects.runOnce(k, () => { runs++ })) === 'ran', 5_000, 'the key to run again')
     expect(runs).toBe(2)
   })
 
@@ -208,7 +208,7 @@ describe.skipIf(!ok)('effects with the Redis layer on', () => {
       expect(await runJob(k)).toEqual(['ran', 'ran'])
       await untilBothFromRedis(k)
       await sql('delete from $S.processed_effects where effect_key = $1', [`charge:${k}`])
-      await until(async () => (await runJob(k))[0] === 'ran', 1_000, 'the effect to run again')
+      await until(async () => (await runJob(k))[0] === 'ran', 5_000, 'the effect to run again')
       expect(charges.filter((c) => c === k)).toHaveLength(2)
     })
 
