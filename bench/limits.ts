@@ -275,11 +275,16 @@ async function inLimitDatabase<T>(serverUrl: string, database: string, fn: (url:
   }
 }
 
+/** The limits measured again after the passes (the claim-and-delete loops are not: they load up to 1,000,000 rows). */
+export const BRACKETED: readonly LimitId[] = ['insert1', 'insert16', 'insert1000', 'insertNotify']
+
 /**
  * One pass of the limit probes in `mode`, laid out like a system's pass: the insert probes one after another in one
  * database (each on the rows the previous ones left, as W1–W3 and W6 are), W4's and W8's each in a database of its own.
+ * `insertsOnly`: the pass after the systems' passes (see BRACKETED).
  */
-export async function measureLimits(serverUrl: string, settings: RunSettings, mode: Mode, log: (message: string) => void): Promise<LimitPass> {
+export async function measureLimits(serverUrl: string, settings: RunSettings, mode: Mode, log: (message: string) => void,
+  insertsOnly = false): Promise<LimitPass> {
   const s = settings.sizes
   const wanted = (id: WorkloadId): boolean => !settings.workloads || settings.workloads.includes(id)
   const pass: LimitPass = { mode, results: {}, errors: {} }
@@ -289,7 +294,7 @@ export async function measureLimits(serverUrl: string, settings: RunSettings, mo
       if (sql.filled.length) result.note = `${result.note ? `${result.note}; ` : ''}also set (NOT NULL, no default): ${sql.filled.join(', ')}`
       pass.results[id] = result
       const figure = result.perSecond !== undefined ? `${Math.round(result.perSecond)}/s` : `p50 ${result.p50Ms?.toFixed(2)} ms, p99 ${result.p99Ms?.toFixed(2)} ms`
-      log(`limit ${id} (${mode}): ${figure}${result.note ? `; ${result.note}` : ''}`)
+      log(`limit ${id} (${mode}${insertsOnly ? ', after the passes' : ''}): ${figure}${result.note ? `; ${result.note}` : ''}`)
     } catch (err) {
       pass.errors[id] = err instanceof Error ? err.stack ?? err.message : String(err)
       log(`limit ${id} (${mode}) failed: ${pass.errors[id]}`)
@@ -301,6 +306,7 @@ export async function measureLimits(serverUrl: string, settings: RunSettings, mo
     if (wanted('W3')) await run('insert1000', insertThousands(s.w3Jobs), url, admin, sql)
     if (wanted('W6')) await run('insertNotify', insertNotify(s.w6Samples, s.warmup, s.w6PauseMs), url, admin, sql)
   })
+  if (insertsOnly) return pass
   if (wanted('W4')) {
     await inLimitDatabase(serverUrl, 'pgonce_bench_limits_w4', (url, admin, sql) => run('claimDeleteW4', claimDelete(s.w4Jobs, s.w4Jobs), url, admin, sql))
   }

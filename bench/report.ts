@@ -83,9 +83,22 @@ const own = (run: BenchRun): SystemRun | undefined => run.systems.find((s) => s.
 const ownBaseline = (run: BenchRun): SystemRun | undefined => run.systems.find((s) => s.id === 'pgonce-baseline')
 const isPeer = (s: SystemRun): boolean => s.backend === 'postgres' && s.id !== 'pgonce' && s.id !== 'pgonce-baseline'
 
-function limitOf(run: BenchRun, id: WorkloadId, mode: Mode): LimitResult | undefined {
+/** A limit as measured before the passes, and after them where it was measured again (see BenchRun.limitsAfter). */
+function limitMeasures(run: BenchRun, id: WorkloadId, mode: Mode): { before?: LimitResult; after?: LimitResult } {
   const limit = LIMIT_OF[id]
-  return limit ? run.limits.find((p) => p.mode === mode)?.results[limit] : undefined
+  if (!limit) return {}
+  return {
+    before: run.limits.find((p) => p.mode === mode)?.results[limit],
+    after: run.limitsAfter?.find((p) => p.mode === mode)?.results[limit],
+  }
+}
+
+/** The limit a share is taken against: the mean of the measures before and after the passes, or the one there is. */
+function limitOf(run: BenchRun, id: WorkloadId, mode: Mode): LimitResult | undefined {
+  const { before, after } = limitMeasures(run, id, mode)
+  if (!before || !after) return before ?? after
+  const mean = (a: number | undefined, b: number | undefined) => (a === undefined || b === undefined ? undefined : (a + b) / 2)
+  return { ...before, perSecond: mean(before.perSecond, after.perSecond), p50Ms: mean(before.p50Ms, after.p50Ms), p99Ms: mean(before.p99Ms, after.p99Ms) }
 }
 
 /** The best Postgres peer at its best (pgonce, its baseline and the Redis reference excluded). */
@@ -119,7 +132,9 @@ function limitCell(run: BenchRun, row: Row, mode: Mode): string {
   if (!id) return '—'
   const l = limitOf(run, row.id, mode)
   if (!l) return run.limits.length ? 'error' : '—'
-  return row.kind === 'latency' ? `${millis(l.p50Ms ?? Number.NaN)} / ${millis(l.p99Ms ?? Number.NaN)}` : int(l.perSecond ?? Number.NaN)
+  const shown = (r: LimitResult) => (row.kind === 'latency' ? `${millis(r.p50Ms ?? Number.NaN)} / ${millis(r.p99Ms ?? Number.NaN)}` : int(r.perSecond ?? Number.NaN))
+  const { before, after } = limitMeasures(run, row.id, mode)
+  return before && after ? `${shown(l)} (${shown(before)} → ${shown(after)})` : shown(l)
 }
 
 interface Ratios {
@@ -299,7 +314,8 @@ export function renderMarkdown(run: BenchRun): string {
   const shownRows = ROWS.filter((row) => systems.some((s) => s.passes.some((p) => p.workloads[row.id] || p.errors[row.id])))
   const limitRows = shownRows.filter((row) => LIMIT_OF[row.id] && run.limits.some((p) => p.results[LIMIT_OF[row.id] as keyof typeof p.results]))
   if (limitRows.length) {
-    out.push('', 'Physical limit, measured in this run from Node on pgonce\'s jobs table (queue, name and data inserted, the rest left to the column defaults; prepared statements):')
+    out.push('', 'Physical limit, measured in this run from Node on pgonce\'s jobs table (queue, name and data inserted, the rest left to the column defaults; prepared statements)' +
+      `${run.limitsAfter?.length ? '; the insert limits before the passes and again after them (before → after in the cell), each share against their mean' : ''}:`)
     for (const row of limitRows) out.push(`- ${row.id}: ${LIMIT_LABEL[LIMIT_OF[row.id] as keyof typeof LIMIT_LABEL]}`)
   }
   out.push('', 'Configurations (the letter in each cell is the configuration that gave that figure, the best of those the system ran for that workload):')

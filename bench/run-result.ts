@@ -70,6 +70,11 @@ export interface BenchRun extends RunHeader {
   material: number
   /** Physical limits from Node on pgonce's jobs table, one pass per mode (empty with BENCH_LIMITS=0). */
   limits: LimitPass[]
+  /**
+   * The one-connection and sixteen-connection INSERT, 1,000-row INSERT and INSERT + NOTIFY limits measured again after
+   * every pass, one pass per mode: a share of the limit is taken against the mean of both (absent in older runs).
+   */
+  limitsAfter?: LimitPass[]
   /** pgbench on a scratch table: a secondary reference. */
   pgbench: ServerLimits | { skipped: string }
   baseline: BaselineInfo | null

@@ -103,10 +103,14 @@ try {
     ran.set(info, await benchSystem(info, letters.get(info) ?? [], server.url, settings))
   }
   const systems = chosen.map((info) => ran.get(info) as SystemRun)
+  // The insert limits again, so that a share of the limit is not at the mercy of the VM's pace when the run began.
+  const limitsAfter: LimitPass[] = []
+  if (settings.limits) for (const mode of settings.modes) limitsAfter.push(await measureLimits(server.url, settings, mode, log, true))
   const run: BenchRun = {
     ...runHeader(startedAt, machine, settings),
     material: settings.material,
     limits,
+    limitsAfter,
     pgbench,
     baseline: baseline ? baselineInfo(baseline) : null,
     systems,
