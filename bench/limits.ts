@@ -275,29 +275,28 @@ async function inLimitDatabase<T>(serverUrl: string, database: string, fn: (url:
   }
 }
 
-/** The limits measured again after the passes (the claim-and-delete loops are not: they load up to 1,000,000 rows). */
-export const BRACKETED: readonly LimitId[] = ['insert1', 'insert16', 'insert1000', 'insertNotify']
-
 /**
  * One pass of the limit probes in `mode`, laid out like a system's pass: the insert probes one after another in one
  * database (each on the rows the previous ones left, as W1–W3 and W6 are), W4's and W8's each in a database of its own.
- * `insertsOnly`: the pass after the systems' passes (see BRACKETED).
+ * `insertsOnly`: the pass after the systems' passes, the insert probes alone (the claim-and-delete loops are measured
+ * once: they load up to 1,000,000 rows first).
  */
 export async function measureLimits(serverUrl: string, settings: RunSettings, mode: Mode, log: (message: string) => void,
   insertsOnly = false): Promise<LimitPass> {
   const s = settings.sizes
   const wanted = (id: WorkloadId): boolean => !settings.workloads || settings.workloads.includes(id)
   const pass: LimitPass = { mode, results: {}, errors: {} }
+  const when = `${mode}${insertsOnly ? ', after the passes' : ''}`
   const run = async (id: LimitId, probe: Probe, url: string, admin: pg.Client, sql: Statements): Promise<void> => {
     try {
       const result = await probe(url, admin, mode, sql)
       if (sql.filled.length) result.note = `${result.note ? `${result.note}; ` : ''}also set (NOT NULL, no default): ${sql.filled.join(', ')}`
       pass.results[id] = result
       const figure = result.perSecond !== undefined ? `${Math.round(result.perSecond)}/s` : `p50 ${result.p50Ms?.toFixed(2)} ms, p99 ${result.p99Ms?.toFixed(2)} ms`
-      log(`limit ${id} (${mode}${insertsOnly ? ', after the passes' : ''}): ${figure}${result.note ? `; ${result.note}` : ''}`)
+      log(`limit ${id} (${when}): ${figure}${result.note ? `; ${result.note}` : ''}`)
     } catch (err) {
       pass.errors[id] = err instanceof Error ? err.stack ?? err.message : String(err)
-      log(`limit ${id} (${mode}) failed: ${pass.errors[id]}`)
+      log(`limit ${id} (${when}) failed: ${pass.errors[id]}`)
     }
   }
   await inLimitDatabase(serverUrl, 'pgonce_bench_limits', async (url, admin, sql) => {
