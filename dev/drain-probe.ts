@@ -5,6 +5,8 @@
 //
 //   DATABASE_URL=… N=100000 Q=notifications npx tsx --conditions=development dev/drain-probe.ts [package root]
 //   DROP_INDEXES=jobs_finished,…  drops those indexes of the probe's schema first (what an index costs the drain)
+//   DROP_FKS=1  drops the three foreign keys to jobs (dedup_keys, job_dependencies) first: with a checkout whose
+//               completion deletes the row, what their ON DELETE CASCADE triggers cost (bench/README.md, "What deleting a job costs")
 //
 // A package root (another commit's checkout, e.g. `git worktree add /tmp/base 4a0a88e` with a link to this
 // node_modules) drains with that version's Worker and migrations: alternate the two runs to compare versions.
@@ -14,6 +16,7 @@ import { resolve } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import pg from 'pg'
 import type * as PgonceApi from '../src/index.js'
+import { dropJobForeignKeys } from './probe-database.js'
 
 const root = resolve(process.argv[2] ?? '.')
 const { Worker, migrate } = (await import(pathToFileURL(`${root}/src/index.ts`).href)) as typeof PgonceApi
@@ -29,6 +32,7 @@ try {
   for (const index of (process.env.DROP_INDEXES ?? '').split(',').filter((x) => x !== '')) {
     await admin.query(`drop index "${schema}"."${index}"`)
   }
+  if (process.env.DROP_FKS) await dropJobForeignKeys(admin, schema)
   await admin.query(`vacuum analyze "${schema}".jobs`)
   const stats = new Map<string, { n: number; items: number; ms: number }>()
   const pool = new pg.Pool({ connectionString: url, max: 19 })

@@ -1,4 +1,5 @@
-// The lab probes' own database: dropped and created again on the server of `url` (through its `postgres` database).
+// The lab probes' own database: dropped and created again on the server of `url` (through its `postgres` database), and
+// what a probe may change in its schema.
 
 import pg from 'pg'
 
@@ -14,4 +15,10 @@ export async function recreateDatabase(url: URL): Promise<void> {
   } finally {
     await admin.end()
   }
+}
+
+/** Drops the three foreign keys to `jobs` (dedup_keys, job_dependencies) of `schema`: what their cascades cost. */
+export async function dropJobForeignKeys(db: { query: (text: string) => Promise<unknown> }, schema: string): Promise<void> {
+  await db.query(`alter table "${schema}".dedup_keys drop constraint dedup_keys_owner`)
+  await db.query(`alter table "${schema}".job_dependencies drop constraint job_dependencies_job, drop constraint job_dependencies_parent`)
 }
