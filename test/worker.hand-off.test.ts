@@ -1,8 +1,9 @@
 // The hand-off (migration 000008): a plain add into a queue whose worker sleeps with a free slot inserts the job active
 // for that worker and the NOTIFY carries it, so the handler starts without a claim. Only the named LISTEN session takes
 // it; a worker with no free slot gives it back; adds in a caller's transaction, into a paused queue, or too large for a
-// NOTIFY are not handed off; a hand-off whose NOTIFY is lost goes back when the worker's LISTEN session is replaced, or
-// is rescued when its lease expires.
+// NOTIFY are not handed off, nor is a delayed one; an add tries the listed workers in turn and leaves no advisory lock in
+// its session; a hand-off whose NOTIFY is lost goes back when the worker's LISTEN session is replaced, or is rescued
+// when its lease expires.
 
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -300,4 +301,38 @@ describe('hand-off to a sleeping worker', () => {
       await queue.close()
     }
   }, 90_000)
+
+  it('an add tries the listed workers in turn, leaves no lock in its session, and hands off no delayed job', async () => {
+    // Two listed workers of one queue on a session that holds an idle slot (so adds probe the hand-off): w1 is busy
+    // (no hand-off lock), w2 sleeps (holds it). The add's try-lock on w1's key succeeds and must be released again.
+    const sleeper = new pg.Client({ connectionString: db.url })
+    const pool = new pg.Pool({ connectionString: db.url, max: 1 })
+    pool.on('error', () => {})
+    const queue = new Queue('ho-probe', { pool, schema: db.schema, migrate: false })
+    await sleeper.connect()
+    try {
+      await sleeper.query(`select pg_advisory_lock("${db.schema}"._idle_slot_key('ho-probe', 0))`)
+      await sleeper.query(`insert into "${db.schema}".worker_listeners (worker_id, queue, backend_pid, lease_ms)
+        values ('ho-probe-w1', 'ho-probe', pg_backend_pid(), 30000), ('ho-probe-w2', 'ho-probe', pg_backend_pid(), 30000)`)
+      const advisoryLocks = async () => (await pool.query<{ n: number }>(
+        `select count(*)::int as n from pg_locks where locktype = 'advisory' and pid = pg_backend_pid()`)).rows[0]?.n
+      const none = await queue.add('x', {})
+      expect(none.state).toBe('waiting')
+      expect(await advisoryLocks()).toBe(0)
+
+      await sleeper.query(`select pg_advisory_lock("${db.schema}"._handoff_key('ho-probe-w2'))`)
+      const handed = await queue.add('x', {})
+      expect(handed.state).toBe('active')
+      expect((await storedJob(db, handed.id)).locked_by).toBe('ho-probe-w2')
+      expect(await advisoryLocks()).toBe(0)
+
+      const delayed = await queue.add('x', {}, { delay: 60_000 })
+      expect(delayed.state).toBe('delayed')
+      expect((await storedJob(db, delayed.id)).locked_by).toBeNull()
+    } finally {
+      await sleeper.end()
+      await queue.close()
+      await pool.end()
+    }
+  })
 })
