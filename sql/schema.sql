@@ -301,6 +301,7 @@ $function$;
 CREATE OR REPLACE FUNCTION pgonce._admit_one(p_queue text, p_name text, p_data jsonb, p_job_id text, p_dedup_id text, p_dedup_ttl_ms bigint, p_extend boolean, p_replace boolean, p_delay_ms bigint, p_priority integer, p_max_attempts integer, p_backoff jsonb, p_depends_on bigint[], p_trace_context text, OUT outcome text, OUT error pgonce.admission_error, OUT job pgonce.jobs)
  RETURNS record
  LANGUAGE plpgsql
+ SET enable_seqscan TO 'off'
 AS $function$
 declare
   v_owner "pgonce".jobs;
@@ -805,6 +806,7 @@ $function$;
 CREATE OR REPLACE FUNCTION pgonce._lock_admission(p_queue text, p_job_ids text[], p_dedup_ids text[], p_extends boolean[], p_replaces boolean[], p_depends_on text[])
  RETURNS void
  LANGUAGE plpgsql
+ SET enable_seqscan TO 'off'
 AS $function$
 declare
   v_moves boolean := true = any(p_extends) or true = any(p_replaces);
@@ -865,6 +867,16 @@ CREATE OR REPLACE FUNCTION pgonce._new_job_state(p_blocked boolean, p_delay_ms b
 AS $function$
   select case when coalesce(p_blocked, false) then 'waiting-children'
               when coalesce(p_delay_ms, 0) > 0 then 'delayed' else 'waiting' end
+$function$;
+
+CREATE OR REPLACE FUNCTION pgonce._prefer_index(p_id bigint)
+ RETURNS boolean
+ LANGUAGE plpgsql
+ IMMUTABLE COST 1000
+AS $function$
+begin
+  return false;
+end
 $function$;
 
 CREATE OR REPLACE FUNCTION pgonce._promote_or_fail_dependents(p_parent bigint, p_parent_state text)
