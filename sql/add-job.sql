@@ -5,18 +5,17 @@
 -- Otherwise add_job(). bench/README.md, "Duplicates answered in the statement". Three answer columns (no ordinal).
 -- $1 queue, $2 name, $3 data, $4 jobId, $5 key, $6 TTL ms, $7 extend, $8 replace, $9 delay ms, $10 priority,
 -- $11 max attempts, $12 backoff, $13 dependsOn (bigint[]), $14 trace context.
--- Each read also carries `(x or _prefer_index(id))`, with x true for every row it wants (job ids start at 1): never
--- evaluated past x, it keeps both reads on their indexes when the tables were analysed nearly empty (migration 000018).
+-- _keep_index(): the index whatever the statistics were when a session planned this (docs/architecture.md, 000018).
 with answered as materialized (
   select 'duplicate-job-id' as outcome, o from :PGONCE_SCHEMA.jobs o
   where $4::text is not null and $13::bigint[] is null
-    and o.job_id = $4::text and :PGONCE_SCHEMA._is_live(o.state) and (o.job_id = $4::text or :PGONCE_SCHEMA._prefer_index(o.id))
+    and o.job_id = $4::text and :PGONCE_SCHEMA._is_live(o.state) and :PGONCE_SCHEMA._keep_index(o.id)
   union all
   select 'duplicate-key', o from :PGONCE_SCHEMA.dedup_keys k join :PGONCE_SCHEMA.jobs o on o.id = k.job_id
   where $5::text is not null and $4::text is null and $13::bigint[] is null
     and not coalesce($7::boolean, false) and not coalesce($8::boolean, false)
     and k.queue = $1::text and k.key = $5::text and :PGONCE_SCHEMA._key_held(k.expires_at, o.state)
-    and (k.key = $5::text or :PGONCE_SCHEMA._prefer_index(k.job_id)) and (o.id > 0 or :PGONCE_SCHEMA._prefer_index(o.id))
+    and :PGONCE_SCHEMA._keep_index(k.job_id) and :PGONCE_SCHEMA._keep_index(o.id)
 )
 select x.outcome, x.error, x.job
 from answered h, lateral :PGONCE_SCHEMA._answer(cast(row(1, h.outcome, null, h.o) as :PGONCE_SCHEMA.admission)) x

@@ -3,21 +3,20 @@
 -- ctx.signal at its next heartbeat, or at once on the NOTIFY, and the run ends 'cancelled' whatever the handler then
 -- returns); a finished one is left as it is. The jobs_finished trigger releases its no-TTL key and fails its waiting
 -- dependents. outcome: cancelled | cancel-requested | already-finished | not-found.
--- Each lookup by id or key carries `(id > 0 or _prefer_index(id))` (ids start at 1): it keeps its index when the session
--- planned this with the tables small (migration 000018).
+-- _keep_index(): the index whatever the statistics were when a session planned this (docs/architecture.md, 000018).
 with target as (
-  select id, state from :PGONCE_SCHEMA.jobs where id = $2 and queue = $1 and (id > 0 or :PGONCE_SCHEMA._prefer_index(id)) for update
+  select id, state from :PGONCE_SCHEMA.jobs where id = $2 and queue = $1 and :PGONCE_SCHEMA._keep_index(id) for update
 ), cancelled as (
   update :PGONCE_SCHEMA.jobs j
   set state = 'cancelled', finished_at = now(), locked_until = null
   from target t
-  where j.id = t.id and :PGONCE_SCHEMA._is_pending(t.state) and (j.id > 0 or :PGONCE_SCHEMA._prefer_index(j.id))
+  where j.id = t.id and :PGONCE_SCHEMA._is_pending(t.state) and :PGONCE_SCHEMA._keep_index(j.id)
   returning j.id
 ), requested as (
   update :PGONCE_SCHEMA.jobs j
   set cancel_requested_at = coalesce(j.cancel_requested_at, now())
   from target t
-  where j.id = t.id and t.state = 'active' and (j.id > 0 or :PGONCE_SCHEMA._prefer_index(j.id))
+  where j.id = t.id and t.state = 'active' and :PGONCE_SCHEMA._keep_index(j.id)
   returning j.id
 ), notified as (
   select pg_notify(:PGONCE_CHANNEL, '!cancel ' || r.id) from requested r

@@ -19,10 +19,9 @@
 -- is `_as_claimed()` over `row(c.*)`, which the planner reduces to plain columns (over a whole-row `returning j` it
 -- took the 26-column row apart once per field). Against the earlier form (an ordinality join, `returning j`): a
 -- 250-job claim 4.70 -> 3.91 ms (4a0a88e's claim 3.34), bench/README.md, "The claim statement".
--- `(j.id > 0 or _prefer_index(j.id))` (ids start at 1) keeps the TID scan when the session planned this with the table
--- small: a sequential scan cached then read the whole table at every claim as it grew (migration 000018). Not on the
--- pick: its LIMIT is a parameter, planned as a tenth of the queue's rows, so the qual's cost would grow with the queue
--- and cross jit_above_cost; the pick keeps jobs_due unless the table was analysed at a few dozen rows.
+-- _keep_index(): the TID scan whatever the statistics were when a session planned this (docs/architecture.md, 000018).
+-- Not on the pick: its LIMIT is a parameter, planned as a tenth of the queue's rows, so the qual's cost would grow with
+-- the queue and cross jit_above_cost; the pick keeps jobs_due unless the table was analysed at a few dozen rows.
 with picked as materialized (
   select array(
     select ctid from :PGONCE_SCHEMA.jobs
@@ -43,7 +42,7 @@ with picked as materialized (
       attempts = j.attempts + case when $3::integer >= $2 or j.ctid = any((select p.ctids[:$3::integer] from picked p)::tid[]) then 1 else 0 end,
       started_at = case when $3::integer >= $2 or j.ctid = any((select p.ctids[:$3::integer] from picked p)::tid[]) then now() end
   where j.ctid = any((select p.ctids from picked p)::tid[]) and set_config('synchronous_commit', 'off', true) is not null
-    and (j.id > 0 or :PGONCE_SCHEMA._prefer_index(j.id))
+    and :PGONCE_SCHEMA._keep_index(j.id)
   returning j.*
 )
 select x.*, (extract(epoch from c.run_at) * 1000000)::bigint::text as run_at_us

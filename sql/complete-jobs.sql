@@ -5,11 +5,10 @@
 -- primary key: "state || ''" keeps any plan from driving the update from the jobs_leases partial index, whose row
 -- estimate (the leases at the last ANALYZE) is often far too small. A plain statement rather than a plpgsql function:
 -- the function's RETURN QUERY cost ~1.2-2 µs a job of server time (bench/README.md, "The completion statement").
--- `(j.id > 0 or _prefer_index(j.id))` (ids start at 1) keeps the primary key when the session planned this with the table
--- small: a sequential scan cached then stayed as the table grew (migration 000018).
+-- _keep_index(): the index whatever the statistics were when a session planned this (docs/architecture.md, 000018).
 update :PGONCE_SCHEMA.jobs j
 set state = case when j.cancel_requested_at is null then 'completed' else 'cancelled' end,
     result = i.result::jsonb, finished_at = now(), locked_until = null
 from unnest($1::bigint[], $2::uuid[], $3::text[]) as i(id, token, result)
-where j.id = i.id and j.state || '' = 'active' and j.lock_token = i.token and (j.id > 0 or :PGONCE_SCHEMA._prefer_index(j.id))
+where j.id = i.id and j.state || '' = 'active' and j.lock_token = i.token and :PGONCE_SCHEMA._keep_index(j.id)
 returning j.lock_token as token, j.state, j.attempts

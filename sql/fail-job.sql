@@ -2,8 +2,7 @@
 -- after $5 ms while attempts remain, else 'failed' (kept for inspection, and for retryJob); 'cancelled' when its
 -- cancellation was requested. The jobs_finished trigger does what follows a job's end.
 -- The job is found by primary key: "state || ''" keeps any plan from driving the update from the jobs_leases index.
--- `(j.id > 0 or _prefer_index(j.id))` (ids start at 1) keeps the primary key when the session planned this with the table
--- small: a sequential scan cached then stayed as the table grew (migration 000018).
+-- _keep_index(): the index whatever the statistics were when a session planned this (docs/architecture.md, 000018).
 update :PGONCE_SCHEMA.jobs j
 set state = case when j.cancel_requested_at is not null then 'cancelled'
                  when j.attempts >= j.max_attempts then 'failed'
@@ -13,5 +12,5 @@ set state = case when j.cancel_requested_at is not null then 'cancelled'
     finished_at = case when j.cancel_requested_at is not null or j.attempts >= j.max_attempts then now() end,
     last_error = $3, error_stack = $4,
     locked_until = null
-where j.id = $1 and j.state || '' = 'active' and j.lock_token = $2 and (j.id > 0 or :PGONCE_SCHEMA._prefer_index(j.id))
+where j.id = $1 and j.state || '' = 'active' and j.lock_token = $2 and :PGONCE_SCHEMA._keep_index(j.id)
 returning j.*, case when :PGONCE_SCHEMA._is_queued(j.state) then :PGONCE_SCHEMA._wake(j.queue) else false end as woken

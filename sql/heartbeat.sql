@@ -2,10 +2,9 @@
 -- their tokens (a missing one: lease lost) and whether queue.cancelJob asked the job to stop.
 -- Each job is found by primary key: "state || ''" keeps any plan from driving the update from the jobs_leases partial
 -- index, whose row estimate (the leases at the last ANALYZE) is often far too small.
--- `(j.id > 0 or _prefer_index(j.id))` (ids start at 1) keeps the primary key when the session planned this with the table
--- small: a sequential scan cached then stayed as the table grew (migration 000018).
+-- _keep_index(): the index whatever the statistics were when a session planned this (docs/architecture.md, 000018).
 update :PGONCE_SCHEMA.jobs j
 set locked_until = now() + make_interval(secs => $3::bigint / 1000.0)
 from unnest($1::bigint[], $2::uuid[]) as i(id, token)
-where j.id = i.id and :PGONCE_SCHEMA._holds_lease(j.state || '') and j.lock_token = i.token and (j.id > 0 or :PGONCE_SCHEMA._prefer_index(j.id))
+where j.id = i.id and :PGONCE_SCHEMA._holds_lease(j.state || '') and j.lock_token = i.token and :PGONCE_SCHEMA._keep_index(j.id)
 returning j.lock_token as token, j.cancel_requested_at is not null as cancel_requested

@@ -1,8 +1,7 @@
 -- Gives back claimed or active jobs ($1 ids, $2 lock tokens) without counting their run: due as before ($3 = 0) or
 -- in $3 ms; a job whose cancellation was requested ends 'cancelled'. Wakes the queues' idle workers.
 -- Each job is found by primary key: "state || ''" keeps any plan from driving the update from the jobs_leases index.
--- `(j.id > 0 or _prefer_index(j.id))` (ids start at 1) keeps the primary key when the session planned this with the table
--- small: a sequential scan cached then stayed as the table grew (migration 000018).
+-- _keep_index(): the index whatever the statistics were when a session planned this (docs/architecture.md, 000018).
 with released as (
   update :PGONCE_SCHEMA.jobs j
   set state = case when j.cancel_requested_at is not null then 'cancelled' when $3::bigint > 0 then 'delayed' else 'waiting' end,
@@ -12,7 +11,7 @@ with released as (
       lock_token = null, locked_until = null, locked_by = null, started_at = null
   from unnest($1::bigint[], $2::uuid[]) as i(id, token)
   where j.id = i.id and :PGONCE_SCHEMA._holds_lease(j.state || '') and j.lock_token = i.token
-    and (j.id > 0 or :PGONCE_SCHEMA._prefer_index(j.id))
+    and :PGONCE_SCHEMA._keep_index(j.id)
   returning j.id, j.queue, j.state
 )
 select (select count(*) from released)::integer as count,

@@ -1,15 +1,14 @@
 -- Deletes a dedup key whoever owns it ($3 null), or only if job $3 owns it.
 -- deleted: a row went; held: it was held at that moment (_key_held).
--- Each lookup by id or key carries `(id > 0 or _prefer_index(id))` (ids start at 1): it keeps its index when the session
--- planned this with the tables small (migration 000018).
+-- _keep_index(): the index whatever the statistics were when a session planned this (docs/architecture.md, 000018).
 with gone as (
   delete from :PGONCE_SCHEMA.dedup_keys k
   where k.queue = $1 and k.key = $2 and ($3::bigint is null or k.job_id = $3::bigint)
-    and (k.job_id > 0 or :PGONCE_SCHEMA._prefer_index(k.job_id))
+    and :PGONCE_SCHEMA._keep_index(k.job_id)
   returning k.job_id, k.expires_at
 )
 select exists (select 1 from gone) as deleted,
        exists (
          select 1 from gone g join :PGONCE_SCHEMA.jobs o on o.id = g.job_id
-         where :PGONCE_SCHEMA._key_held(g.expires_at, o.state) and (o.id > 0 or :PGONCE_SCHEMA._prefer_index(o.id))
+         where :PGONCE_SCHEMA._key_held(g.expires_at, o.state) and :PGONCE_SCHEMA._keep_index(o.id)
        ) as held

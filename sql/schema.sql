@@ -794,6 +794,14 @@ begin
 end
 $function$;
 
+CREATE OR REPLACE FUNCTION pgonce._keep_index(p_id bigint)
+ RETURNS boolean
+ LANGUAGE sql
+ IMMUTABLE
+AS $function$
+  select p_id > 0 or "pgonce"._prefer_index(p_id)
+$function$;
+
 CREATE OR REPLACE FUNCTION pgonce._key_held(expires_at timestamp with time zone, owner_state text)
  RETURNS boolean
  LANGUAGE sql

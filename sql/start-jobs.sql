@@ -3,12 +3,11 @@
 -- cancelled or removed, or its lease was taken over, and must not run. Committed without waiting for the WAL flush
 -- (synchronous_commit off for this transaction only): a start lost in a crash leaves its job claimed, and the rescue
 -- puts it back. Found by primary key, as in sql/complete-jobs.sql.
--- `(j.id > 0 or _prefer_index(j.id))` (ids start at 1) keeps the primary key when the session planned this with the table
--- small: a sequential scan cached then stayed as the table grew (migration 000018).
+-- _keep_index(): the index whatever the statistics were when a session planned this (docs/architecture.md, 000018).
 update :PGONCE_SCHEMA.jobs j
 set state = 'active', attempts = j.attempts + 1, started_at = now(),
     locked_until = now() + make_interval(secs => $3::bigint / 1000.0)
 from unnest($1::bigint[], $2::uuid[]) as i(id, token)
-where j.id = i.id and j.state || '' = 'claimed' and j.lock_token = i.token and (j.id > 0 or :PGONCE_SCHEMA._prefer_index(j.id))
+where j.id = i.id and j.state || '' = 'claimed' and j.lock_token = i.token and :PGONCE_SCHEMA._keep_index(j.id)
   and set_config('synchronous_commit', 'off', true) is not null
 returning j.lock_token as token, j.state, j.attempts
