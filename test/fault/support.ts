@@ -187,7 +187,10 @@ export async function startPgbouncer(binary: string, target: string, poolSize: n
   const user = decodeURIComponent(t.username) || 'postgres'
   const dir = mkdtempSync(join(tmpdir(), 'pgonce-pgbouncer-'))
   const port = await freePort()
-  writeFileSync(join(dir, 'users.txt'), `"${user}" ""\n`)
+  // Clients log in to the bouncer by trust; the bouncer logs in to the server with the auth file's password, the
+  // target's if it has one (the embedded server of a machine without PostgreSQL asks for one). The file doubles quotes.
+  const password = decodeURIComponent(t.password).replaceAll('"', '""')
+  writeFileSync(join(dir, 'users.txt'), `"${user}" "${password}"\n`)
   writeFileSync(join(dir, 'pgbouncer.ini'), [
     '[databases]',
     `${database} = host=${t.hostname} port=${t.port || 5432} dbname=${database}`,
