@@ -72,7 +72,7 @@ interface Statements {
   filled: string[]
 }
 
-async function statementsFor(client: pg.Client): Promise<Statements> {
+export async function statementsFor(client: pg.Client): Promise<Statements> {
   const { rows } = await client.query<{ column_name: string; data_type: string }>(
     `select column_name, data_type from information_schema.columns
      where table_schema = $1 and table_name = 'jobs' and is_nullable = 'NO' and column_default is null

@@ -4,6 +4,8 @@
 import type { Sizes } from './config.js'
 import { LIMIT_LABEL, LIMIT_OF, type LimitResult } from './limits.js'
 import type { BenchRun, PassRun, SystemRun } from './run-result.js'
+import { type PairedShare, pairedRatios, pairedShare } from './w1-paired.js'
+import { percentile } from './measure.js'
 import type { Mode, WorkloadId, WorkloadResult } from './workloads/context.js'
 
 export type Kind = 'rate' | 'latency'
@@ -163,7 +165,7 @@ function ratios(run: BenchRun, row: Row, mode: Mode): Ratios {
 
 /** One condition of a target: its measured value (undefined when a side of it was not run) and the goal. */
 interface Part {
-  what: 'peer' | 'limit' | 'outcome'
+  what: 'peer' | 'limit' | 'outcome' | 'paired'
   ok: boolean | undefined
 }
 
@@ -178,8 +180,21 @@ const atMost = (v: number | undefined, goal: number): boolean | undefined => (v 
 const peerAtLeast = (r: Ratios, goal: number): Part => ({ what: 'peer', ok: atLeast(r.peer, goal) })
 const limitAtLeast = (r: Ratios, goal: number): Part => ({ what: 'limit', ok: atLeast(r.limit, goal) })
 
+/** W1's share of its limit alternated in rounds (bench/w1-paired.ts), where the run measured it. */
+function pairedOf(run: BenchRun, mode: Mode): number | undefined {
+  const p = run.w1Paired?.find((x) => x.mode === mode)
+  return p && p.pgonce.length > 0 ? pairedShare(p) : undefined
+}
+
 const TARGETS: Target[] = [
-  { id: 'W1', text: 'W1 ≥ 90% of the bare 1-row INSERT from Node', parts: (r) => [limitAtLeast(r, 0.9)] },
+  {
+    id: 'W1',
+    text: 'W1 ≥ 90% of the bare 1-row INSERT from Node (judged on the paired rounds where measured)',
+    parts: (r, run, mode) => {
+      const paired = pairedOf(run, mode)
+      return paired === undefined ? [limitAtLeast(r, 0.9)] : [{ what: 'paired', ok: paired >= 0.9 }]
+    },
+  },
   { id: 'W2', text: 'W2 ≥ 50% of the 16-connection bare INSERT', parts: (r) => [limitAtLeast(r, 0.5)] },
   { id: 'W3', text: 'W3 ≥ 70% of the bare 1,000-row INSERT', parts: (r) => [limitAtLeast(r, 0.7)] },
   { id: 'W4', text: 'W4 ≥ 1.5× the best peer and ≥ 60% of the claim-and-delete loop', parts: (r) => [peerAtLeast(r, 1.5), limitAtLeast(r, 0.6)] },
@@ -268,6 +283,7 @@ function targetLines(run: BenchRun): string[] {
       const shown = parts.map((p) => {
         if (p.what === 'peer') return p.ok === undefined ? 'no peer run' : `${times(r.peer as number)} the best peer [${r.peerLetter}]`
         if (p.what === 'limit') return p.ok === undefined ? 'no limit measured' : row.kind === 'latency' ? `${limit} the limit` : `${limit} of the limit`
+        if (p.what === 'paired') return `${share(pairedOf(run, mode) as number)} of the limit, paired in rounds (${limit} in the table)`
         return p.ok === undefined ? '' : p.ok ? 'one job per key' : 'wrong job count'
       }).filter(Boolean)
       return `${MODE_LABEL[mode]}: ${shown.join(', ')} ${mark(ok)}`
@@ -275,6 +291,21 @@ function targetLines(run: BenchRun): string[] {
     if (perMode.length) lines.push(`- ${t.text}: ${perMode.join('; ')}`)
   }
   return lines
+}
+
+/** W1 and its limit alternated in rounds, per mode: the share the W1 target is judged on. */
+function pairedLines(paired: PairedShare[]): string[] {
+  const first = paired[0] as PairedShare
+  return [
+    `W1 paired with its limit (bench/w1-paired.ts, after the passes: pgonce's sequential \`queue.add\` and the one-row INSERT ` +
+      `alternated in ${first.pgonce.length} rounds of ${int(first.perRound)} each in one database, the limit first in even rounds; ` +
+      'geometric mean of the rounds\' ratios, their range, and the median rates):',
+    ...paired.map((p) => {
+      const r = pairedRatios(p)
+      return `- ${MODE_LABEL[p.mode]}: ${share(pairedShare(p))} (${share(Math.min(...r))}–${share(Math.max(...r))}), ` +
+        `${int(percentile(p.pgonce, 50))} against ${int(percentile(p.limit, 50))} adds/s`
+    }),
+  ]
 }
 
 export function renderMarkdown(run: BenchRun): string {
@@ -318,6 +349,7 @@ export function renderMarkdown(run: BenchRun): string {
       `${run.limitsAfter?.length ? '; the insert limits before the passes and again after them (before → after in the cell), each share against their mean' : ''}:`)
     for (const row of limitRows) out.push(`- ${row.id}: ${LIMIT_LABEL[LIMIT_OF[row.id] as keyof typeof LIMIT_LABEL]}`)
   }
+  if (run.w1Paired?.length) out.push('', ...pairedLines(run.w1Paired))
   out.push('', 'Configurations (the letter in each cell is the configuration that gave that figure, the best of those the system ran for that workload):')
   for (const s of systems) {
     out.push(`- **${s.label}**: ${s.common.join('; ')}`)

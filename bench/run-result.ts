@@ -3,6 +3,7 @@
 import type { Sizes } from './config.js'
 import type { LimitPass } from './limits.js'
 import type { ServerLimits } from './pgbench.js'
+import type { PairedShare } from './w1-paired.js'
 import type { SystemId } from './systems/system.js'
 import type { Mode, WorkloadId, WorkloadResult } from './workloads/context.js'
 
@@ -75,6 +76,8 @@ export interface BenchRun extends RunHeader {
    * every pass, one pass per mode: a share of the limit is taken against the mean of both (absent in older runs).
    */
   limitsAfter?: LimitPass[]
+  /** W1 and the one-row INSERT alternated in rounds after the passes, one per mode (bench/w1-paired.ts; absent in older runs). */
+  w1Paired?: PairedShare[]
   /** pgbench on a scratch table: a secondary reference. */
   pgbench: ServerLimits | { skipped: string }
   baseline: BaselineInfo | null

@@ -14,6 +14,7 @@ import { baselineInfo, runHeader, writeResultFile } from './results.js'
 import type { BenchRun, ConfigRun, SystemRun } from './run-result.js'
 import { allSystems } from './systems/registry.js'
 import type { SystemInfo } from './systems/system.js'
+import { PAIRED_ROUNDS, type PairedShare, measureW1Paired, pairedShare } from './w1-paired.js'
 
 /** Footnote letters for every configuration of every system, in table order: a, b, c, … */
 function assignLetters(systems: SystemInfo[], settings: RunSettings): Map<SystemInfo, ConfigRun[]> {
@@ -106,11 +107,21 @@ try {
   // The insert limits again, so that a share of the limit is not at the mercy of the VM's pace when the run began.
   const limitsAfter: LimitPass[] = []
   if (settings.limits) for (const mode of settings.modes) limitsAfter.push(await measureLimits(server.url, settings, mode, log, true))
+  // W1 and its limit once more, alternated in rounds: their own single samples, minutes apart, decide W1's share by chance.
+  const w1Paired: PairedShare[] = []
+  if (settings.limits && selected('pgonce') && (!settings.workloads || settings.workloads.includes('W1'))) {
+    for (const mode of settings.modes) {
+      const paired = await measureW1Paired(server.url, settings, mode)
+      log(`W1 paired with its limit (${mode}): ${Math.round(pairedShare(paired) * 100)}% over ${PAIRED_ROUNDS} rounds`)
+      w1Paired.push(paired)
+    }
+  }
   const run: BenchRun = {
     ...runHeader(startedAt, machine, settings),
     material: settings.material,
     limits,
     limitsAfter,
+    w1Paired,
     pgbench,
     baseline: baseline ? baselineInfo(baseline) : null,
     systems,
