@@ -3,7 +3,7 @@
 import type { Sizes } from './config.js'
 import type { LimitPass } from './limits.js'
 import type { ServerLimits } from './pgbench.js'
-import type { PairedShare } from './w1-paired.js'
+import type { PairedShare } from './paired.js'
 import type { SystemId } from './systems/system.js'
 import type { Mode, WorkloadId, WorkloadResult } from './workloads/context.js'
 
@@ -76,7 +76,9 @@ export interface BenchRun extends RunHeader {
    * every pass, one pass per mode: a share of the limit is taken against the mean of both (absent in older runs).
    */
   limitsAfter?: LimitPass[]
-  /** W1 and the one-row INSERT alternated in rounds after the passes, one per mode (bench/w1-paired.ts; absent in older runs). */
+  /** W1 and W6, each alternated with its limit in rounds after the passes, one per workload and mode (bench/paired.ts). */
+  paired?: PairedShare[]
+  /** The same for W1 alone, in the one run written before `paired` (2026-12-04-vm-5.json). */
   w1Paired?: PairedShare[]
   /** pgbench on a scratch table: a secondary reference. */
   pgbench: ServerLimits | { skipped: string }

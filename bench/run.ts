@@ -14,7 +14,7 @@ import { baselineInfo, runHeader, writeResultFile } from './results.js'
 import type { BenchRun, ConfigRun, SystemRun } from './run-result.js'
 import { allSystems } from './systems/registry.js'
 import type { SystemInfo } from './systems/system.js'
-import { PAIRED_ROUNDS, type PairedShare, measureW1Paired, pairedShare } from './w1-paired.js'
+import { PAIRED_ROUNDS, type PairedShare, measurePaired, pairedShare } from './paired.js'
 
 /** Footnote letters for every configuration of every system, in table order: a, b, c, … */
 function assignLetters(systems: SystemInfo[], settings: RunSettings): Map<SystemInfo, ConfigRun[]> {
@@ -107,13 +107,17 @@ try {
   // The insert limits again, so that a share of the limit is not at the mercy of the VM's pace when the run began.
   const limitsAfter: LimitPass[] = []
   if (settings.limits) for (const mode of settings.modes) limitsAfter.push(await measureLimits(server.url, settings, mode, log, true))
-  // W1 and its limit once more, alternated in rounds: their own single samples, minutes apart, decide W1's share by chance.
-  const w1Paired: PairedShare[] = []
-  if (settings.limits && selected('pgonce') && (!settings.workloads || settings.workloads.includes('W1'))) {
-    for (const mode of settings.modes) {
-      const paired = await measureW1Paired(server.url, settings, mode)
-      log(`W1 paired with its limit (${mode}): ${Math.round(pairedShare(paired) * 100)}% over ${PAIRED_ROUNDS} rounds`)
-      w1Paired.push(paired)
+  // W1 and W6 once more, each alternated with its limit in rounds: their single samples, minutes apart, decide a
+  // share by chance (bench/paired.ts).
+  const paired: PairedShare[] = []
+  const pairedWanted = (['W1', 'W6'] as const).filter((w) => !settings.workloads || settings.workloads.includes(w))
+  if (settings.limits && selected('pgonce')) {
+    for (const workload of pairedWanted) {
+      for (const mode of settings.modes) {
+        const p = await measurePaired(server.url, settings, mode, workload)
+        log(`${workload} paired with its limit (${mode}): ${pairedShare(p).toFixed(2)} over ${PAIRED_ROUNDS} rounds`)
+        paired.push(p)
+      }
     }
   }
   const run: BenchRun = {
@@ -121,7 +125,7 @@ try {
     material: settings.material,
     limits,
     limitsAfter,
-    w1Paired,
+    paired,
     pgbench,
     baseline: baseline ? baselineInfo(baseline) : null,
     systems,
