@@ -104,7 +104,7 @@ const dataOf = (i: number): string => JSON.stringify({ i })
 const batchOf = (from: number, count: number): [string[], string[]] =>
   [Array.from({ length: count }, () => 'job'), Array.from({ length: count }, (_, k) => dataOf(from + k))]
 
-async function connect(url: string): Promise<pg.Client> {
+export async function connect(url: string): Promise<pg.Client> {
   const client = new pg.Client({ connectionString: url })
   client.on('error', () => {})
   await client.connect()

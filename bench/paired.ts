@@ -7,7 +7,7 @@ import pg from 'pg'
 import type { RunSettings } from './config.js'
 import { dropDatabase, freshDatabase } from './databases.js'
 import { percentile, perSecond, runProducers, within } from './measure.js'
-import { statementsFor } from './limits.js'
+import { connect, statementsFor } from './limits.js'
 import { pgonce } from './systems/pgonce.js'
 import type { BenchSystem } from './systems/system.js'
 import { type Mode, maintain } from './workloads/context.js'
@@ -22,8 +22,7 @@ const CHANNEL = 'pgonce_bench_paired'
 export type PairedWorkload = 'W1' | 'W6'
 
 export interface PairedShare {
-  /** Absent in the first run that had it (2026-12-04-vm-5.json, W1 only). */
-  workload?: PairedWorkload
+  workload: PairedWorkload
   mode: Mode
   /** Operations (W1) or samples (W6) per round and side. */
   perRound: number
@@ -50,26 +49,35 @@ interface Side {
   round(round: number): Promise<number>
 }
 
+/** The limit's side and pgonce's, and what to stop once the rounds are over. */
+interface Pair {
+  limit: Side
+  pgonce: Side
+  close(): Promise<void>
+}
+
 /** W1: sequential `queue.add` (the W1 pass's system and pool) against the bare one-row INSERT on a client of its own. */
-function sequentialAdds(system: BenchSystem, client: pg.Client, insertOne: string, perRound: number): [Side, Side] {
+function sequentialAdds(system: BenchSystem, client: pg.Client, insertOne: string, perRound: number): Pair {
   const insert = (i: number) => client.query({ name: 'paired-insert-one', text: insertOne, values: ['pairedlimit', 'job', JSON.stringify({ i })] })
   const rate = async (round: number, op: (i: number) => Promise<unknown>) =>
     perSecond(perRound, await runProducers(perRound, 1, async (i) => { await op(round * perRound + i) }))
-  return [
-    { warm: () => runProducers(WARMUP, 1, async (i) => { await insert(-1 - i) }).then(() => {}), round: (r) => rate(r, insert) },
-    {
+  return {
+    limit: { warm: () => runProducers(WARMUP, 1, async (i) => { await insert(-1 - i) }).then(() => {}), round: (r) => rate(r, insert) },
+    pgonce: {
       warm: () => system.prepare('w1').then(() => runProducers(WARMUP, 1, (i) => system.add('w1', { i: -1 - i }))).then(() => {}),
       round: (r) => rate(r, (i) => system.add('w1', { i })),
     },
-  ]
+    close: async () => {},
+  }
 }
 
 /**
  * W6: after the same idle pause, pgonce's add to its idle Worker until the handler starts, against one INSERT with
  * `pg_notify` until a LISTENing client of this process has the notification (the W6 pass and the insertNotify limit).
  */
-async function pickupLatency(system: BenchSystem, client: pg.Client, listener: pg.Client, insertNotify: string,
-  perRound: number, pauseMs: number): Promise<{ sides: [Side, Side]; close: () => Promise<void> }> {
+async function pickupLatency(system: BenchSystem, client: pg.Client, url: string, insertNotify: string,
+  perRound: number, pauseMs: number): Promise<Pair> {
+  const listener = await connect(url)
   let heard: ((at: number) => void) | null = null
   listener.on('notification', () => {
     heard?.(performance.now())
@@ -98,19 +106,13 @@ async function pickupLatency(system: BenchSystem, client: pg.Client, listener: p
     percentile(await idleSamples(perRound, pauseMs, (i) => sample(round * perRound + i)), 50)
   await new Promise((resolve) => setTimeout(resolve, SETTLE_MS))
   return {
-    sides: [
-      { warm: () => idleSamples(WARMUP, pauseMs, (i) => limitSample(-1 - i)).then(() => {}), round: (r) => p50(r, limitSample) },
-      { warm: () => idleSamples(WARMUP, pauseMs, (i) => pgonceSample(-1 - i)).then(() => {}), round: (r) => p50(r, pgonceSample) },
-    ],
-    close: () => consumer.close(),
+    limit: { warm: () => idleSamples(WARMUP, pauseMs, (i) => limitSample(-1 - i)).then(() => {}), round: (r) => p50(r, limitSample) },
+    pgonce: { warm: () => idleSamples(WARMUP, pauseMs, (i) => pgonceSample(-1 - i)).then(() => {}), round: (r) => p50(r, pgonceSample) },
+    close: async () => {
+      await consumer.close()
+      await listener.end()
+    },
   }
-}
-
-async function connect(url: string): Promise<pg.Client> {
-  const client = new pg.Client({ connectionString: url })
-  client.on('error', () => {})
-  await client.connect()
-  return client
 }
 
 /**
@@ -126,26 +128,26 @@ export async function measurePaired(serverUrl: string, settings: RunSettings, mo
   try {
     const system = await pgonce.open(url, 'default')
     const client = await connect(url)
-    const listener = await connect(url)
-    let close = async () => {}
     try {
       const sql = await statementsFor(client)
-      let sides: [Side, Side]
-      if (workload === 'W1') sides = sequentialAdds(system, client, sql.insertOne, perRound)
-      else ({ sides, close } = await pickupLatency(system, client, listener, sql.insertNotify, perRound, s.w6PauseMs))
-      const [limitSide, pgonceSide] = sides
-      await limitSide.warm()
-      await pgonceSide.warm()
-      await maintain(client, mode)
-      const result: PairedShare = { workload, mode, perRound, pgonce: [], limit: [] }
-      for (let round = 0; round < PAIRED_ROUNDS; round++) {
-        const order = round % 2 === 0 ? [limitSide, pgonceSide] : [pgonceSide, limitSide]
-        for (const side of order) (side === limitSide ? result.limit : result.pgonce).push(await side.round(round))
+      const pair = workload === 'W1' ? sequentialAdds(system, client, sql.insertOne, perRound)
+        : await pickupLatency(system, client, url, sql.insertNotify, perRound, s.w6PauseMs)
+      try {
+        await pair.limit.warm()
+        await pair.pgonce.warm()
+        await maintain(client, mode)
+        const result: PairedShare = { workload, mode, perRound, pgonce: [], limit: [] }
+        for (let round = 0; round < PAIRED_ROUNDS; round++) {
+          const limitFirst = round % 2 === 0
+          for (const side of limitFirst ? ['limit', 'pgonce'] as const : ['pgonce', 'limit'] as const) {
+            result[side].push(await pair[side].round(round))
+          }
+        }
+        return result
+      } finally {
+        await pair.close()
       }
-      return result
     } finally {
-      await close()
-      await listener.end()
       await client.end()
       await system.close()
     }

@@ -180,14 +180,9 @@ const atMost = (v: number | undefined, goal: number): boolean | undefined => (v 
 const peerAtLeast = (r: Ratios, goal: number): Part => ({ what: 'peer', ok: atLeast(r.peer, goal) })
 const limitAtLeast = (r: Ratios, goal: number): Part => ({ what: 'limit', ok: atLeast(r.limit, goal) })
 
-/** The run's paired measurements (bench/paired.ts); the first run that had them stored W1's alone as `w1Paired`. */
-function pairedOf(run: BenchRun): PairedShare[] {
-  return run.paired ?? (run.w1Paired ?? []).map((p) => ({ ...p, workload: 'W1' as const }))
-}
-
-/** `workload`'s pgonce ÷ limit alternated in rounds, where the run measured it. */
+/** `workload`'s pgonce ÷ limit alternated in rounds (bench/paired.ts), where the run measured it. */
 function pairedRatio(run: BenchRun, workload: PairedWorkload, mode: Mode): number | undefined {
-  const p = pairedOf(run).find((x) => x.workload === workload && x.mode === mode)
+  const p = run.paired?.find((x) => x.workload === workload && x.mode === mode)
   return p && p.pgonce.length > 0 ? pairedShare(p) : undefined
 }
 
@@ -317,7 +312,7 @@ function pairedLines(paired: PairedShare[]): string[] {
       const show = w6 ? times : share
       const figures = w6 ? `p50 ${millis(percentile(p.pgonce, 50))} against ${millis(percentile(p.limit, 50))} ms`
         : `${int(percentile(p.pgonce, 50))} against ${int(percentile(p.limit, 50))} adds/s`
-      return `- ${p.workload ?? 'W1'}, ${MODE_LABEL[p.mode]}, rounds of ${int(p.perRound)}: ${show(pairedShare(p))} ` +
+      return `- ${p.workload}, ${MODE_LABEL[p.mode]}, rounds of ${int(p.perRound)}: ${show(pairedShare(p))} ` +
         `(${show(Math.min(...r))}–${show(Math.max(...r))}), ${figures}`
     }),
   ]
@@ -364,7 +359,7 @@ export function renderMarkdown(run: BenchRun): string {
       `${run.limitsAfter?.length ? '; the insert limits before the passes and again after them (before → after in the cell), each share against their mean' : ''}:`)
     for (const row of limitRows) out.push(`- ${row.id}: ${LIMIT_LABEL[LIMIT_OF[row.id] as keyof typeof LIMIT_LABEL]}`)
   }
-  if (pairedOf(run).length) out.push('', ...pairedLines(pairedOf(run)))
+  if (run.paired?.length) out.push('', ...pairedLines(run.paired))
   out.push('', 'Configurations (the letter in each cell is the configuration that gave that figure, the best of those the system ran for that workload):')
   for (const s of systems) {
     out.push(`- **${s.label}**: ${s.common.join('; ')}`)

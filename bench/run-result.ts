@@ -78,8 +78,6 @@ export interface BenchRun extends RunHeader {
   limitsAfter?: LimitPass[]
   /** W1 and W6, each alternated with its limit in rounds after the passes, one per workload and mode (bench/paired.ts). */
   paired?: PairedShare[]
-  /** The same for W1 alone, in the one run written before `paired` (2026-12-04-vm-5.json). */
-  w1Paired?: PairedShare[]
   /** pgbench on a scratch table: a secondary reference. */
   pgbench: ServerLimits | { skipped: string }
   baseline: BaselineInfo | null
