@@ -1,6 +1,10 @@
 --! Previous: -
 --! Hash: sha1:cbe55149915d30247b28f29dcc8c13a7fdf8cd2c
 --! Message: schema
+--! AllowInvalidHash
+
+-- Edited after commit in comments only (a citation of a design file that is not in the repository now cites docs/):
+-- the hash above is the committed one, which installed schemas and 000002's Previous record; the schema is unchanged.
 
 -- pgonce schema: jobs, dependencies, dedup keys, execution claims and
 -- processed effects; add_job()/add_jobs(), the one place where admission
@@ -165,7 +169,7 @@ begin
 end
 $$;
 
--- The admission rules of DESIGN.md §2.1 and §2.2 for one job. A rejection
+-- The admission rules for one job (docs/deduplication.md; docs/architecture.md, "The rules, each written once"). A rejection
 -- (error EXTEND_NOT_PENDING, REPLACE_HAS_DEPENDENTS, DEPENDENCY_NOT_FOUND)
 -- writes nothing; it raises SQLSTATE PO001 unless raise_rejection is false,
 -- in which case it comes back in the error column with the key's owner.
