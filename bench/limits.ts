@@ -111,11 +111,14 @@ export async function connect(url: string): Promise<pg.Client> {
   return client
 }
 
-async function insertBulk(client: pg.Client, sql: Statements, queue: string, total: number): Promise<void> {
+/** `total` rows (data `{ i }` from `first` on) in 1,000-row INSERTs, one after another; resolves with the elapsed ms. */
+export async function insertBulk(client: pg.Client, insertMany: string, queue: string, first: number, total: number): Promise<number> {
+  const started = performance.now()
   for (let from = 0; from < total; from += 1000) {
-    const [names, datas] = batchOf(from, Math.min(1000, total - from))
-    await client.query({ name: 'limit-insert-many', text: sql.insertMany, values: [queue, names, datas] })
+    const [names, datas] = batchOf(first + from, Math.min(1000, total - from))
+    await client.query({ name: 'limit-insert-many', text: insertMany, values: [queue, names, datas] })
   }
+  return performance.now() - started
 }
 
 type Probe = (url: string, admin: pg.Client, mode: Mode, sql: Statements) => Promise<LimitResult>
@@ -161,11 +164,9 @@ const insertSixteen = (n: number, producers: number): Probe => async (url, admin
 const insertThousands = (n: number): Probe => async (url, admin, mode, sql) => {
   const client = await connect(url)
   try {
-    await insertBulk(client, sql, 'warmup', 2000)
+    await insertBulk(client, sql.insertMany, 'warmup', 0, 2000)
     await maintain(admin, mode)
-    const started = performance.now()
-    await insertBulk(client, sql, 'limit1000', n)
-    const ms = performance.now() - started
+    const ms = await insertBulk(client, sql.insertMany, 'limit1000', 0, n)
     return { ops: n, ms, perSecond: perSecond(n, ms) }
   } finally {
     await client.end()
@@ -238,7 +239,7 @@ async function claimPlan(client: pg.Client, sql: string, queue: string): Promise
 const claimDelete = (queued: number, window: number): Probe => async (url, admin, mode, sql) => {
   const client = await connect(url)
   try {
-    await insertBulk(client, sql, 'limitclaim', queued)
+    await insertBulk(client, sql.insertMany, 'limitclaim', 0, queued)
     const { rows } = await client.query<{ state: string }>(`select state from ${JOBS} where queue = 'limitclaim' limit 1`)
     const claim = claimSql(rows[0]?.state ?? 'waiting')
     await maintain(admin, mode)

@@ -1,16 +1,17 @@
-// W1 and W6 paired with their limits: pgonce and the bare statement on its jobs table, alternated in rounds in one
-// database, so that both see the same moment of the machine. Each workload's pass and its limit are otherwise single
-// samples taken minutes apart; on this VM they moved W1's share between 50% and 105% over full runs (bench/README.md,
-// "Paired with the limit").
+// The workloads whose target is a share of a limit, paired with it: pgonce and the bare statement on its jobs table,
+// alternated in rounds in one database, so that both see the same moment of the machine. Each workload's pass and its
+// limit are otherwise single samples taken minutes apart; on this VM they moved W1's share between 50% and 105% over
+// full runs (bench/README.md, "Paired with the limit").
 
 import pg from 'pg'
 import type { RunSettings } from './config.js'
 import { dropDatabase, freshDatabase } from './databases.js'
 import { percentile, perSecond, runProducers, within } from './measure.js'
-import { connect, statementsFor } from './limits.js'
+import { connect, insertBulk, statementsFor } from './limits.js'
 import { pgonce } from './systems/pgonce.js'
 import type { BenchSystem } from './systems/system.js'
 import { type Mode, maintain } from './workloads/context.js'
+import { payloads } from './workloads/context.js'
 import { SETTLE_MS, idleSamples } from './workloads/pickup-latency.js'
 
 /** Rounds of each side, the two sides alternating (the limit first in even rounds, pgonce first in odd ones). */
@@ -19,14 +20,16 @@ export const PAIRED_ROUNDS = 8
 const WARMUP = 200
 const CHANNEL = 'pgonce_bench_paired'
 
-export type PairedWorkload = 'W1' | 'W6'
+/** In the order they run; W1, W2, W3 and W5 compare rates, W6 latencies. */
+export const PAIRED_WORKLOADS = ['W1', 'W2', 'W3', 'W5', 'W6'] as const
+export type PairedWorkload = (typeof PAIRED_WORKLOADS)[number]
 
 export interface PairedShare {
   workload: PairedWorkload
   mode: Mode
-  /** Operations (W1) or samples (W6) per round and side. */
+  /** Operations (jobs added; W6: samples) per round and side. */
   perRound: number
-  /** pgonce's figure in each round: adds/s (W1) or the p50 of the round's samples in ms (W6). */
+  /** pgonce's figure in each round: jobs added per second, or for W6 the p50 of the round's samples in ms. */
   pgonce: number[]
   /** The limit's figure in each round, the same way. */
   limit: number[]
@@ -67,6 +70,59 @@ function sequentialAdds(system: BenchSystem, client: pg.Client, insertOne: strin
       warm: () => system.prepare('w1').then(() => runProducers(WARMUP, 1, (i) => system.add('w1', { i: -1 - i }))).then(() => {}),
       round: (r) => rate(r, (i) => system.add('w1', { i })),
     },
+    close: async () => {},
+  }
+}
+
+/** Runs `op` over `clients`, one statement at a time on each (`runProducers` with one producer per client). */
+function onClients(clients: pg.Client[]) {
+  const free = [...clients]
+  return async (op: (client: pg.Client) => Promise<unknown>): Promise<void> => {
+    const client = free.pop() as pg.Client
+    try {
+      await op(client)
+    } finally {
+      free.push(client)
+    }
+  }
+}
+
+/**
+ * W2 (plain) and W5 (`keyed`: W5's keys, ten adds each, a fresh set per round): `queue.add` from 16 producers on the
+ * pass's pool, against the one-row INSERT from 16 producers on clients of their own (W2's and W5's limit).
+ */
+async function concurrentAdds(system: BenchSystem, url: string, insertOne: string, perRound: number, producers: number,
+  keyed: { keys: number } | null): Promise<Pair> {
+  const clients = await Promise.all(Array.from({ length: producers }, () => connect(url)))
+  const onClient = onClients(clients)
+  const insert = (i: number) => onClient((c) => c.query({ name: 'paired-insert-one', text: insertOne, values: ['pairedlimit', 'job', JSON.stringify({ i })] }))
+  const queue = keyed ? 'w5' : 'w2'
+  const add = (round: number, i: number) => keyed
+    ? system.addDeduplicated(queue, `r${round}-key-${i % keyed.keys}`, { i })
+    : system.add(queue, { i })
+  const rate = async (ops: number, op: (i: number) => Promise<unknown>) =>
+    perSecond(ops, await runProducers(ops, producers, async (i) => { await op(i) }))
+  return {
+    limit: { warm: () => rate(WARMUP, (i) => insert(-1 - i)).then(() => {}), round: (r) => rate(perRound, (i) => insert(r * perRound + i)) },
+    pgonce: {
+      warm: () => system.prepare(queue, { dedup: keyed !== null }).then(() => rate(WARMUP, (i) => add(-1, i))).then(() => {}),
+      round: (r) => rate(perRound, (i) => add(r, i)),
+    },
+    close: () => Promise.all(clients.map((c) => c.end())).then(() => {}),
+  }
+}
+
+/** W3: `queue.addBulk` of 1,000 items, one batch after another, against the bare 1,000-row INSERT (W3's limit); jobs/s. */
+function bulkAdds(system: BenchSystem, client: pg.Client, insertMany: string, perRound: number, batch: number): Pair {
+  const bulk = async (r: number) => {
+    const started = performance.now()
+    for (let from = 0; from < perRound; from += batch) await system.addBulk('w3', payloads(r * perRound + from, Math.min(batch, perRound - from)))
+    return perSecond(perRound, performance.now() - started)
+  }
+  const limit = async (r: number) => perSecond(perRound, await insertBulk(client, insertMany, 'pairedlimit', r * perRound, perRound))
+  return {
+    limit: { warm: () => limit(-1).then(() => {}), round: limit },
+    pgonce: { warm: () => system.prepare('w3').then(() => bulk(-1)).then(() => {}), round: bulk },
     close: async () => {},
   }
 }
@@ -115,14 +171,26 @@ async function pickupLatency(system: BenchSystem, client: pg.Client, url: string
   }
 }
 
+/** Each workload's operations per round: its pass's size split over the rounds (W3 in whole batches). */
+function perRoundOf(workload: PairedWorkload, s: RunSettings['sizes']): number {
+  const split = (n: number) => Math.ceil(n / PAIRED_ROUNDS)
+  switch (workload) {
+    case 'W1': return split(s.w1Adds)
+    case 'W2': return split(s.w2Adds)
+    case 'W3': return Math.ceil(split(s.w3Jobs) / s.bulkBatch) * s.bulkBatch
+    case 'W5': return Math.ceil(split(s.w5Adds) / 10) * 10
+    case 'W6': return split(s.w6Samples)
+  }
+}
+
 /**
  * `workload` paired with its limit in `mode`: a fresh database migrated by pgonce, both sides warmed, the mode's
- * maintenance, then PAIRED_ROUNDS rounds, each side once per round, in alternating order. W1 splits `sizes.w1Adds`
- * over the rounds, W6 `sizes.w6Samples`.
+ * maintenance, then PAIRED_ROUNDS rounds, each side once per round, in alternating order, each round the workload's
+ * pass split over the rounds (perRoundOf).
  */
 export async function measurePaired(serverUrl: string, settings: RunSettings, mode: Mode, workload: PairedWorkload): Promise<PairedShare> {
   const s = settings.sizes
-  const perRound = Math.ceil((workload === 'W1' ? s.w1Adds : s.w6Samples) / PAIRED_ROUNDS)
+  const perRound = perRoundOf(workload, s)
   const database = `pgonce_bench_paired_${workload.toLowerCase()}`
   const url = await freshDatabase(serverUrl, database)
   try {
@@ -131,6 +199,9 @@ export async function measurePaired(serverUrl: string, settings: RunSettings, mo
     try {
       const sql = await statementsFor(client)
       const pair = workload === 'W1' ? sequentialAdds(system, client, sql.insertOne, perRound)
+        : workload === 'W2' ? await concurrentAdds(system, url, sql.insertOne, perRound, s.producers, null)
+        : workload === 'W5' ? await concurrentAdds(system, url, sql.insertOne, perRound, s.producers, { keys: perRound / 10 })
+        : workload === 'W3' ? bulkAdds(system, client, sql.insertMany, perRound, s.bulkBatch)
         : await pickupLatency(system, client, url, sql.insertNotify, perRound, s.w6PauseMs)
       try {
         await pair.limit.warm()

@@ -14,7 +14,7 @@ import { baselineInfo, runHeader, writeResultFile } from './results.js'
 import type { BenchRun, ConfigRun, SystemRun } from './run-result.js'
 import { allSystems } from './systems/registry.js'
 import type { SystemInfo } from './systems/system.js'
-import { PAIRED_ROUNDS, type PairedShare, measurePaired, pairedShare } from './paired.js'
+import { PAIRED_ROUNDS, PAIRED_WORKLOADS, type PairedShare, measurePaired, pairedShare } from './paired.js'
 
 /** Footnote letters for every configuration of every system, in table order: a, b, c, … */
 function assignLetters(systems: SystemInfo[], settings: RunSettings): Map<SystemInfo, ConfigRun[]> {
@@ -107,10 +107,10 @@ try {
   // The insert limits again, so that a share of the limit is not at the mercy of the VM's pace when the run began.
   const limitsAfter: LimitPass[] = []
   if (settings.limits) for (const mode of settings.modes) limitsAfter.push(await measureLimits(server.url, settings, mode, log, true))
-  // W1 and W6 once more, each alternated with its limit in rounds: their single samples, minutes apart, decide a
-  // share by chance (bench/paired.ts).
+  // The workloads judged against a limit once more, each alternated with its limit in rounds: their single samples,
+  // minutes apart, decide a share by chance (bench/paired.ts).
   const paired: PairedShare[] = []
-  const pairedWanted = (['W1', 'W6'] as const).filter((w) => !settings.workloads || settings.workloads.includes(w))
+  const pairedWanted = PAIRED_WORKLOADS.filter((w) => !settings.workloads || settings.workloads.includes(w))
   if (settings.limits && selected('pgonce')) {
     for (const workload of pairedWanted) {
       for (const mode of settings.modes) {
