@@ -37,17 +37,25 @@ export interface PairedShare {
 
 /** pgonce ÷ limit, round by round (for W6 a ratio of p50 latencies: below 1 is faster). */
 export function pairedRatios(p: PairedShare): number[] {
-  return p.pgonce.map((v, i) => v / (p.limit[i] as number))
+  return roundRatios(p.pgonce, p.limit)
 }
 
 /** The geometric mean of the rounds' ratios. */
 export function pairedShare(p: PairedShare): number {
-  const r = pairedRatios(p)
-  return Math.exp(r.reduce((sum, x) => sum + Math.log(x), 0) / r.length)
+  return geometricMean(pairedRatios(p))
+}
+
+/** `a[i]` ÷ `b[i]`, round by round. */
+export function roundRatios(a: readonly number[], b: readonly number[]): number[] {
+  return a.map((v, i) => v / (b[i] as number))
+}
+
+export function geometricMean(values: readonly number[]): number {
+  return Math.exp(values.reduce((sum, x) => sum + Math.log(x), 0) / values.length)
 }
 
 /** One side of a pair: warm it up, then its figure for one round. */
-interface Side {
+export interface Side {
   warm(): Promise<void>
   round(round: number): Promise<number>
 }
@@ -127,6 +135,46 @@ function bulkAdds(system: BenchSystem, client: pg.Client, insertMany: string, pe
   }
 }
 
+/** Starts `at` of the sample in flight (a handler start, a notification), which the caller's callback resolves. */
+function arrivals() {
+  let arrived: ((at: number) => void) | null = null
+  return {
+    next: () => new Promise<number>((resolve) => { arrived = resolve }),
+    seen: () => {
+      arrived?.(performance.now())
+      arrived = null
+    },
+  }
+}
+
+/** One W6 sample: `op` called, until it has returned and `arrived` has resolved; the latency is called → arrived. */
+async function timedSample(i: number, op: () => Promise<unknown>, arrived: Promise<number>): Promise<number> {
+  const calledAt = performance.now()
+  const [, at] = await Promise.all([op(), within(arrived, 30_000, `sample ${i}`)])
+  return at - calledAt
+}
+
+/** A side whose round is the p50 of `perRound` samples, each after `pauseMs` of idling. */
+function latencySide(sample: (i: number) => Promise<number>, perRound: number, pauseMs: number): Side {
+  return {
+    warm: () => idleSamples(WARMUP, pauseMs, (i) => sample(-1 - i)).then(() => {}),
+    round: async (r) => percentile(await idleSamples(perRound, pauseMs, (i) => sample(r * perRound + i)), 50),
+  }
+}
+
+/**
+ * The W6 pass's loop on `system` (pgonce or a peer): its add to its idle consumer of this process, until the handler
+ * starts. Settled (the consumer idle) when this resolves.
+ */
+export async function handlerStartSide(system: BenchSystem, perRound: number, pauseMs: number): Promise<{ side: Side; close(): Promise<void> }> {
+  const started = arrivals()
+  await system.prepare('w6')
+  const consumer = await system.consume('w6', started.seen)
+  await new Promise((resolve) => setTimeout(resolve, SETTLE_MS))
+  const sample = (i: number) => timedSample(i, () => system.add('w6', { i, t: performance.now() }), started.next())
+  return { side: latencySide(sample, perRound, pauseMs), close: () => consumer.close() }
+}
+
 /**
  * W6: after the same idle pause, pgonce's add to its idle Worker until the handler starts, against one INSERT with
  * `pg_notify` until a LISTENing client of this process has the notification (the W6 pass and the insertNotify limit).
@@ -134,45 +182,35 @@ function bulkAdds(system: BenchSystem, client: pg.Client, insertMany: string, pe
 async function pickupLatency(system: BenchSystem, client: pg.Client, url: string, insertNotify: string,
   perRound: number, pauseMs: number): Promise<Pair> {
   const listener = await connect(url)
-  let heard: ((at: number) => void) | null = null
-  listener.on('notification', () => {
-    heard?.(performance.now())
-    heard = null
-  })
+  const heard = arrivals()
+  listener.on('notification', heard.seen)
   await listener.query(`listen ${CHANNEL}`)
-  let started: ((at: number) => void) | null = null
-  await system.prepare('w6')
-  const consumer = await system.consume('w6', () => {
-    started?.(performance.now())
-    started = null
-  })
-  const timed = async (i: number, op: () => Promise<unknown>, arrived: Promise<number>): Promise<number> => {
-    const calledAt = performance.now()
-    const [, at] = await Promise.all([op(), within(arrived, 30_000, `sample ${i}`)])
-    return at - calledAt
-  }
-  const limitSample = (i: number) => timed(i,
+  const limitSample = (i: number) => timedSample(i,
     () => client.query({ name: 'paired-insert-notify', text: insertNotify, values: ['pairednotify', 'job', JSON.stringify({ i }), CHANNEL] }),
-    new Promise<number>((resolve) => { heard = resolve }))
-  const pgonceSample = (i: number) => {
-    const arrived = new Promise<number>((resolve) => { started = resolve })
-    return timed(i, () => system.add('w6', { i, t: performance.now() }), arrived)
-  }
-  const p50 = async (round: number, sample: (i: number) => Promise<number>) =>
-    percentile(await idleSamples(perRound, pauseMs, (i) => sample(round * perRound + i)), 50)
-  await new Promise((resolve) => setTimeout(resolve, SETTLE_MS))
+    heard.next())
+  const ours = await handlerStartSide(system, perRound, pauseMs)
   return {
-    limit: { warm: () => idleSamples(WARMUP, pauseMs, (i) => limitSample(-1 - i)).then(() => {}), round: (r) => p50(r, limitSample) },
-    pgonce: { warm: () => idleSamples(WARMUP, pauseMs, (i) => pgonceSample(-1 - i)).then(() => {}), round: (r) => p50(r, pgonceSample) },
+    limit: latencySide(limitSample, perRound, pauseMs),
+    pgonce: ours.side,
     close: async () => {
-      await consumer.close()
+      await ours.close()
       await listener.end()
     },
   }
 }
 
+/** PAIRED_ROUNDS rounds of `a` and `b`, one of each per round, `a` first in even rounds; their figures, in round order. */
+export async function alternate(a: Side, b: Side): Promise<[number[], number[]]> {
+  const figures: [number[], number[]] = [[], []]
+  for (let round = 0; round < PAIRED_ROUNDS; round++) {
+    const order = round % 2 === 0 ? [0, 1] as const : [1, 0] as const
+    for (const k of order) figures[k].push(await (k === 0 ? a : b).round(round))
+  }
+  return figures
+}
+
 /** Each workload's operations per round: its pass's size split over the rounds (W3 in whole batches). */
-function perRoundOf(workload: PairedWorkload, s: RunSettings['sizes']): number {
+export function perRoundOf(workload: PairedWorkload, s: RunSettings['sizes']): number {
   const split = (n: number) => Math.ceil(n / PAIRED_ROUNDS)
   switch (workload) {
     case 'W1': return split(s.w1Adds)
@@ -207,14 +245,8 @@ export async function measurePaired(serverUrl: string, settings: RunSettings, mo
         await pair.limit.warm()
         await pair.pgonce.warm()
         await maintain(client, mode)
-        const result: PairedShare = { workload, mode, perRound, pgonce: [], limit: [] }
-        for (let round = 0; round < PAIRED_ROUNDS; round++) {
-          const limitFirst = round % 2 === 0
-          for (const side of limitFirst ? ['limit', 'pgonce'] as const : ['pgonce', 'limit'] as const) {
-            result[side].push(await pair[side].round(round))
-          }
-        }
-        return result
+        const [limit, ours] = await alternate(pair.limit, pair.pgonce)
+        return { workload, mode, perRound, pgonce: ours, limit }
       } finally {
         await pair.close()
       }

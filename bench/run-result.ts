@@ -4,6 +4,7 @@ import type { Sizes } from './config.js'
 import type { LimitPass } from './limits.js'
 import type { ServerLimits } from './pgbench.js'
 import type { PairedShare } from './paired.js'
+import type { PeerPairedShare } from './paired-peer.js'
 import type { SystemId } from './systems/system.js'
 import type { Mode, WorkloadId, WorkloadResult } from './workloads/context.js'
 
@@ -78,6 +79,8 @@ export interface BenchRun extends RunHeader {
   limitsAfter?: LimitPass[]
   /** W1 and W6, each alternated with its limit in rounds after the passes, one per workload and mode (bench/paired.ts). */
   paired?: PairedShare[]
+  /** W6 alternated in rounds with the peer that was best at it in the passes, one per mode (bench/paired-peer.ts). */
+  pairedPeers?: PeerPairedShare[]
   /** pgbench on a scratch table: a secondary reference. */
   pgbench: ServerLimits | { skipped: string }
   baseline: BaselineInfo | null

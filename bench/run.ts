@@ -9,12 +9,13 @@ import { type LimitPass, measureLimits } from './limits.js'
 import { describeMachine, redisVersion } from './machine.js'
 import { log, runPass, workloadsOf } from './pass.js'
 import { measureServerLimits } from './pgbench.js'
-import { MODE_LABEL, recordBest, renderMarkdown } from './report.js'
+import { MODE_LABEL, bestPeerRun, recordBest, renderMarkdown } from './report.js'
 import { baselineInfo, runHeader, writeResultFile } from './results.js'
 import type { BenchRun, ConfigRun, SystemRun } from './run-result.js'
 import { allSystems } from './systems/registry.js'
 import type { SystemInfo } from './systems/system.js'
 import { PAIRED_ROUNDS, PAIRED_WORKLOADS, type PairedShare, measurePaired, pairedShare } from './paired.js'
+import { type PeerPairedShare, measurePairedPeer, peerRatio } from './paired-peer.js'
 
 /** Footnote letters for every configuration of every system, in table order: a, b, c, … */
 function assignLetters(systems: SystemInfo[], settings: RunSettings): Map<SystemInfo, ConfigRun[]> {
@@ -120,12 +121,26 @@ try {
       }
     }
   }
+  // W6's peer part the same way: pgonce against the peer (and configuration) that was best at W6 in the passes.
+  const pairedPeers: PeerPairedShare[] = []
+  if (settings.limits && selected('pgonce') && (!settings.workloads || settings.workloads.includes('W6'))) {
+    for (const mode of settings.modes) {
+      const best = bestPeerRun(systems, 'W6', mode)
+      const info = best && chosen.find((s) => s.id === best.system.id)
+      const config = best?.system.configs.find((c) => c.letter === best.best.letter)
+      if (!best || !info || !config) continue
+      const p = await measurePairedPeer(server.url, settings, mode, { info, config: config.key, letter: config.letter })
+      log(`W6 paired with ${info.label} [${config.letter}] (${mode}): ${peerRatio(p).toFixed(2)} over ${PAIRED_ROUNDS} rounds`)
+      pairedPeers.push(p)
+    }
+  }
   const run: BenchRun = {
     ...runHeader(startedAt, machine, settings),
     material: settings.material,
     limits,
     limitsAfter,
     paired,
+    pairedPeers,
     pgbench,
     baseline: baseline ? baselineInfo(baseline) : null,
     systems,
