@@ -10,8 +10,7 @@ import { percentile, perSecond, runProducers, within } from './measure.js'
 import { connect, insertBulk, statementsFor } from './limits.js'
 import { pgonce } from './systems/pgonce.js'
 import type { BenchSystem } from './systems/system.js'
-import { type Mode, maintain } from './workloads/context.js'
-import { payloads } from './workloads/context.js'
+import { type Mode, maintain, payloads } from './workloads/context.js'
 import { SETTLE_MS, idleSamples } from './workloads/pickup-latency.js'
 
 /** Rounds of each side, the two sides alternating (the limit first in even rounds, pgonce first in odd ones). */
@@ -67,21 +66,6 @@ interface Pair {
   close(): Promise<void>
 }
 
-/** W1: sequential `queue.add` (the W1 pass's system and pool) against the bare one-row INSERT on a client of its own. */
-function sequentialAdds(system: BenchSystem, client: pg.Client, insertOne: string, perRound: number): Pair {
-  const insert = (i: number) => client.query({ name: 'paired-insert-one', text: insertOne, values: ['pairedlimit', 'job', JSON.stringify({ i })] })
-  const rate = async (round: number, op: (i: number) => Promise<unknown>) =>
-    perSecond(perRound, await runProducers(perRound, 1, async (i) => { await op(round * perRound + i) }))
-  return {
-    limit: { warm: () => runProducers(WARMUP, 1, async (i) => { await insert(-1 - i) }).then(() => {}), round: (r) => rate(r, insert) },
-    pgonce: {
-      warm: () => system.prepare('w1').then(() => runProducers(WARMUP, 1, (i) => system.add('w1', { i: -1 - i }))).then(() => {}),
-      round: (r) => rate(r, (i) => system.add('w1', { i })),
-    },
-    close: async () => {},
-  }
-}
-
 /** Runs `op` over `clients`, one statement at a time on each (`runProducers` with one producer per client). */
 function onClients(clients: pg.Client[]) {
   const free = [...clients]
@@ -96,15 +80,14 @@ function onClients(clients: pg.Client[]) {
 }
 
 /**
- * W2 (plain) and W5 (`keyed`: W5's keys, ten adds each, a fresh set per round): `queue.add` from 16 producers on the
- * pass's pool, against the one-row INSERT from 16 producers on clients of their own (W2's and W5's limit).
+ * W1 (one producer), W2 (16) and W5 (16, `keyed`: W5's keys, ten adds each, a fresh set per round): `queue.add` on
+ * the pass's pool against the bare one-row INSERT, each producer of the limit on a client of its own.
  */
-async function concurrentAdds(system: BenchSystem, url: string, insertOne: string, perRound: number, producers: number,
+async function adds(system: BenchSystem, url: string, insertOne: string, perRound: number, queue: string, producers: number,
   keyed: { keys: number } | null): Promise<Pair> {
   const clients = await Promise.all(Array.from({ length: producers }, () => connect(url)))
   const onClient = onClients(clients)
   const insert = (i: number) => onClient((c) => c.query({ name: 'paired-insert-one', text: insertOne, values: ['pairedlimit', 'job', JSON.stringify({ i })] }))
-  const queue = keyed ? 'w5' : 'w2'
   const add = (round: number, i: number) => keyed
     ? system.addDeduplicated(queue, `r${round}-key-${i % keyed.keys}`, { i })
     : system.add(queue, { i })
@@ -236,9 +219,9 @@ export async function measurePaired(serverUrl: string, settings: RunSettings, mo
     const client = await connect(url)
     try {
       const sql = await statementsFor(client)
-      const pair = workload === 'W1' ? sequentialAdds(system, client, sql.insertOne, perRound)
-        : workload === 'W2' ? await concurrentAdds(system, url, sql.insertOne, perRound, s.producers, null)
-        : workload === 'W5' ? await concurrentAdds(system, url, sql.insertOne, perRound, s.producers, { keys: perRound / 10 })
+      const pair = workload === 'W1' ? await adds(system, url, sql.insertOne, perRound, 'w1', 1, null)
+        : workload === 'W2' ? await adds(system, url, sql.insertOne, perRound, 'w2', s.producers, null)
+        : workload === 'W5' ? await adds(system, url, sql.insertOne, perRound, 'w5', s.producers, { keys: perRound / 10 })
         : workload === 'W3' ? bulkAdds(system, client, sql.insertMany, perRound, s.bulkBatch)
         : await pickupLatency(system, client, url, sql.insertNotify, perRound, s.w6PauseMs)
       try {

@@ -77,7 +77,7 @@ export interface BenchRun extends RunHeader {
    * every pass, one pass per mode: a share of the limit is taken against the mean of both (absent in older runs).
    */
   limitsAfter?: LimitPass[]
-  /** W1 and W6, each alternated with its limit in rounds after the passes, one per workload and mode (bench/paired.ts). */
+  /** The workloads judged against a limit (W1, W2, W3, W5, W6), each alternated with it in rounds after the passes, one per workload and mode (bench/paired.ts). */
   paired?: PairedShare[]
   /** W6 alternated in rounds with the peer that was best at it in the passes, one per mode (bench/paired-peer.ts). */
   pairedPeers?: PeerPairedShare[]

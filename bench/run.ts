@@ -123,7 +123,7 @@ try {
   }
   // W6's peer part the same way: pgonce against the peer (and configuration) that was best at W6 in the passes.
   const pairedPeers: PeerPairedShare[] = []
-  if (settings.limits && selected('pgonce') && (!settings.workloads || settings.workloads.includes('W6'))) {
+  if (settings.limits && selected('pgonce') && pairedWanted.includes('W6')) {
     for (const mode of settings.modes) {
       const best = bestPeerRun(systems, 'W6', mode)
       const info = best && chosen.find((s) => s.id === best.system.id)
