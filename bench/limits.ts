@@ -4,7 +4,7 @@
 
 import pg from 'pg'
 import { migrate } from '../src/index.js'
-import type { RunSettings } from './config.js'
+import type { RunSettings, Sizes } from './config.js'
 import { dropDatabase, freshDatabase } from './databases.js'
 import { percentile, perSecond, runProducers, within } from './measure.js'
 import { PGONCE_SCHEMA } from './systems/pgonce.js'
@@ -308,10 +308,18 @@ export async function measureLimits(serverUrl: string, settings: RunSettings, mo
   })
   if (insertsOnly) return pass
   if (wanted('W4')) {
-    await inLimitDatabase(serverUrl, 'pgonce_bench_limits_w4', (url, admin, sql) => run('claimDeleteW4', claimDelete(s.w4Jobs, s.w4Jobs), url, admin, sql))
+    await inLimitDatabase(serverUrl, 'pgonce_bench_limits_w4', (url, admin, sql) => run('claimDeleteW4', claimDeleteOf('W4', s), url, admin, sql))
   }
   if (wanted('W8') && s.w8Queued > 0) {
-    await inLimitDatabase(serverUrl, 'pgonce_bench_limits_w8', (url, admin, sql) => run('claimDeleteW8', claimDelete(s.w8Queued, s.w8Window), url, admin, sql))
+    await inLimitDatabase(serverUrl, 'pgonce_bench_limits_w8', (url, admin, sql) => run('claimDeleteW8', claimDeleteOf('W8', s), url, admin, sql))
   }
   return pass
+}
+
+/** W4's loop over the whole backlog, or W8's over its window of the deep backlog. */
+const claimDeleteOf = (id: 'W4' | 'W8', s: Sizes): Probe => id === 'W4' ? claimDelete(s.w4Jobs, s.w4Jobs) : claimDelete(s.w8Queued, s.w8Window)
+
+/** W4's or W8's claim-and-delete loop once, in a fresh database of its own: one side of a drain paired in rounds (bench/paired-drains.ts). */
+export function measureClaimDelete(serverUrl: string, settings: RunSettings, mode: Mode, id: 'W4' | 'W8'): Promise<LimitResult> {
+  return inLimitDatabase(serverUrl, `pgonce_bench_paired_loop_${id.toLowerCase()}`, (url, admin, sql) => claimDeleteOf(id, settings.sizes)(url, admin, mode, sql))
 }

@@ -6,12 +6,11 @@ import pg from 'pg'
 import type { RunSettings } from './config.js'
 import { dropDatabase, freshDatabase } from './databases.js'
 import { runProducers } from './measure.js'
-import { MODE_LABEL } from './report.js'
 import { countRoundTrips } from './round-trips.js'
 import type { PassRun } from './run-result.js'
 import { type SystemConfig, type SystemInfo, WORKLOAD_IDS } from './systems/system.js'
 import { bulkAdds, concurrentAdds, sequentialAdds } from './workloads/add-throughput.js'
-import { type Mode, type WorkloadContext, type WorkloadId, type WorkloadResult, maintain, payloads } from './workloads/context.js'
+import { MODE_LABEL, type Mode, type WorkloadContext, type WorkloadId, type WorkloadResult, maintain, payloads } from './workloads/context.js'
 import { dedupAdds, duplicateAddLatency } from './workloads/dedup.js'
 import { deepBacklog, drainBacklog } from './workloads/drain.js'
 import { pickupLatency } from './workloads/pickup-latency.js'
@@ -86,6 +85,20 @@ async function inFreshDatabase<T>(spec: PassSpec, serverUrl: string, settings: R
     await admin?.end()
     if (info.backend === 'postgres') await dropDatabase(serverUrl, database)
   }
+}
+
+/**
+ * W4 or W8 alone, as a pass runs it (its own fresh database, after a CHECKPOINT), without the pass's other workloads:
+ * one side of a drain paired in rounds (bench/paired-drains.ts). Throws when it fails or its outcome is wrong.
+ */
+export async function runDrainAlone(spec: PassSpec, id: 'W4' | 'W8', serverUrl: string, settings: RunSettings): Promise<WorkloadResult> {
+  const database = `pgonce_bench_${spec.info.id.replace(/-/g, '_')}_${id.toLowerCase()}`
+  const result = await inFreshDatabase(spec, serverUrl, settings, database, async (ctx) => {
+    if (ctx.admin) await ctx.admin.query('checkpoint').catch(() => {})
+    return WORKLOADS[id](ctx)
+  })
+  if (!result.correct) throw new Error(`${spec.info.label} ${id}: ${result.note ?? 'wrong outcome'}`)
+  return result
 }
 
 /** The workloads `config` competes in, of those this run selected. */

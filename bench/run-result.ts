@@ -5,6 +5,7 @@ import type { LimitPass } from './limits.js'
 import type { ServerLimits } from './pgbench.js'
 import type { PairedShare } from './paired.js'
 import type { PeerPairedShare } from './paired-peer.js'
+import type { DrainPairedShare } from './paired-drains.js'
 import type { SystemId } from './systems/system.js'
 import type { Mode, WorkloadId, WorkloadResult } from './workloads/context.js'
 
@@ -81,6 +82,8 @@ export interface BenchRun extends RunHeader {
   paired?: PairedShare[]
   /** W6 alternated in rounds with the peer that was best at it in the passes, one per mode (bench/paired-peer.ts). */
   pairedPeers?: PeerPairedShare[]
+  /** W4 and W8: pgonce, the peer best at each in the passes and the claim-and-delete loop in rotating rounds, one per workload and mode (bench/paired-drains.ts). */
+  pairedDrains?: DrainPairedShare[]
   /** pgbench on a scratch table: a secondary reference. */
   pgbench: ServerLimits | { skipped: string }
   baseline: BaselineInfo | null

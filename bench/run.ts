@@ -15,7 +15,9 @@ import type { BenchRun, ConfigRun, SystemRun } from './run-result.js'
 import { allSystems } from './systems/registry.js'
 import type { SystemInfo } from './systems/system.js'
 import { PAIRED_ROUNDS, PAIRED_WORKLOADS, type PairedShare, measurePaired, pairedShare } from './paired.js'
-import { type PeerPairedShare, measurePairedPeer, peerRatio } from './paired-peer.js'
+import { type PeerChoice, type PeerPairedShare, measurePairedPeer, peerRatio } from './paired-peer.js'
+import { DRAIN_ROUNDS, type DrainPairedShare, PAIRED_DRAINS, drainLoopShare, drainPeerRatio, measurePairedDrain } from './paired-drains.js'
+import type { Mode, WorkloadId } from './workloads/context.js'
 
 /** Footnote letters for every configuration of every system, in table order: a, b, c, … */
 function assignLetters(systems: SystemInfo[], settings: RunSettings): Map<SystemInfo, ConfigRun[]> {
@@ -121,17 +123,41 @@ try {
       }
     }
   }
+  /** The peer (and configuration) that was best at `id` in `mode` in the passes. */
+  const peerFor = (id: WorkloadId, mode: Mode): PeerChoice | undefined => {
+    const best = bestPeerRun(systems, id, mode)
+    const info = best && chosen.find((s) => s.id === best.system.id)
+    const config = best?.system.configs.find((c) => c.letter === best.best.letter)
+    return info && config ? { info, config: config.key, letter: config.letter } : undefined
+  }
   // W6's peer part the same way: pgonce against the peer (and configuration) that was best at W6 in the passes.
   const pairedPeers: PeerPairedShare[] = []
   if (settings.limits && selected('pgonce') && pairedWanted.includes('W6')) {
     for (const mode of settings.modes) {
-      const best = bestPeerRun(systems, 'W6', mode)
-      const info = best && chosen.find((s) => s.id === best.system.id)
-      const config = best?.system.configs.find((c) => c.letter === best.best.letter)
-      if (!best || !info || !config) continue
-      const p = await measurePairedPeer(server.url, settings, mode, { info, config: config.key, letter: config.letter })
-      log(`W6 paired with ${info.label} [${config.letter}] (${mode}): ${peerRatio(p).toFixed(2)} over ${PAIRED_ROUNDS} rounds`)
+      const peer = peerFor('W6', mode)
+      if (!peer) continue
+      const p = await measurePairedPeer(server.url, settings, mode, peer)
+      log(`W6 paired with ${peer.info.label} [${peer.letter}] (${mode}): ${peerRatio(p).toFixed(2)} over ${PAIRED_ROUNDS} rounds`)
       pairedPeers.push(p)
+    }
+  }
+  // And the drains: pgonce, the best peer and the claim-and-delete loop in rotating rounds (bench/paired-drains.ts).
+  const pairedDrains: DrainPairedShare[] = []
+  const drainsWanted = PAIRED_DRAINS.filter((w) => (!settings.workloads || settings.workloads.includes(w)) && (w !== 'W8' || settings.sizes.w8Queued > 0))
+  if (settings.limits && selected('pgonce')) {
+    for (const workload of drainsWanted) {
+      for (const mode of settings.modes) {
+        const peer = peerFor(workload, mode)
+        if (!peer) continue
+        try {
+          const p = await measurePairedDrain(server.url, settings, mode, workload, peer, log)
+          log(`${workload} paired (${mode}): ${drainPeerRatio(p).toFixed(2)}× ${peer.info.label} [${peer.letter}], ` +
+            `${drainLoopShare(p).toFixed(2)} of the loop over ${DRAIN_ROUNDS} rounds`)
+          pairedDrains.push(p)
+        } catch (err) {
+          log(`${workload} paired (${mode}) failed: ${err instanceof Error ? err.stack ?? err.message : String(err)}`)
+        }
+      }
     }
   }
   const run: BenchRun = {
@@ -141,6 +167,7 @@ try {
     limitsAfter,
     paired,
     pairedPeers,
+    pairedDrains,
     pgbench,
     baseline: baseline ? baselineInfo(baseline) : null,
     systems,

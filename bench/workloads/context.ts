@@ -14,6 +14,8 @@ export type { WorkloadId } from '../systems/system.js'
  */
 export type Mode = 'as-is' | 'analysed'
 export const MODES: readonly Mode[] = ['as-is', 'analysed']
+/** How each mode is named in the table and the log. */
+export const MODE_LABEL: Record<Mode, string> = { 'as-is': 'as is', analysed: 'after VACUUM ANALYZE + CHECKPOINT' }
 
 export interface WorkloadResult {
   /** Adds or jobs timed. */

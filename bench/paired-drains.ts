@@ -1,0 +1,61 @@
+// W4 and W8 paired: pgonce's drain, the best peer's (the system and configuration best at that workload and mode in
+// the passes) and the claim-and-delete loop, one after another in rounds, the order rotating. Their targets are
+// otherwise judged on single passes minutes apart; W4 against graphile-worker read 0.77× to 1.09× analysed over the
+// full runs of 2026-12-04/05 (bench/README.md, "The drains paired").
+
+import type { RunSettings } from './config.js'
+import { measureClaimDelete } from './limits.js'
+import { geometricMean, roundRatios } from './paired.js'
+import { runDrainAlone } from './pass.js'
+import { pgonce } from './systems/pgonce.js'
+import type { PeerChoice } from './paired-peer.js'
+import type { SystemId } from './systems/system.js'
+import type { Mode } from './workloads/context.js'
+
+/** Rounds of the three sides; 6 puts each side in each of the three places twice. */
+export const DRAIN_ROUNDS = 6
+export const PAIRED_DRAINS = ['W4', 'W8'] as const
+export type DrainWorkload = (typeof PAIRED_DRAINS)[number]
+
+export interface DrainPairedShare {
+  workload: DrainWorkload
+  mode: Mode
+  peer: { id: SystemId; label: string; config: string; letter: string }
+  /** Jobs per second in each round: pgonce's drain, the peer's, and the claim-and-delete loop's. */
+  pgonce: number[]
+  peerRates: number[]
+  loop: number[]
+}
+
+/** pgonce ÷ the peer, and pgonce ÷ the loop, round by round (above 1: pgonce is faster). */
+export const drainPeerRatios = (p: DrainPairedShare): number[] => roundRatios(p.pgonce, p.peerRates)
+export const drainLoopRatios = (p: DrainPairedShare): number[] => roundRatios(p.pgonce, p.loop)
+export const drainPeerRatio = (p: DrainPairedShare): number => geometricMean(drainPeerRatios(p))
+export const drainLoopShare = (p: DrainPairedShare): number => geometricMean(drainLoopRatios(p))
+
+/**
+ * `workload` in `mode`, DRAIN_ROUNDS rounds; in each, pgonce's drain, the peer's (each exactly as in its pass: a fresh
+ * database, the backlog loaded untimed, the mode's maintenance, the consumer in a child process) and the loop (as its
+ * limit probe: a fresh database, the same backlog), in the order [pgonce, peer, loop] rotated by the round's number.
+ */
+export async function measurePairedDrain(serverUrl: string, settings: RunSettings, mode: Mode, workload: DrainWorkload,
+  peer: PeerChoice, log: (message: string) => void): Promise<DrainPairedShare> {
+  const sides: (() => Promise<number>)[] = [
+    async () => (await runDrainAlone({ info: pgonce, config: 'default', mode }, workload, serverUrl, settings)).perSecond as number,
+    async () => (await runDrainAlone({ info: peer.info, config: peer.config, mode }, workload, serverUrl, settings)).perSecond as number,
+    async () => (await measureClaimDelete(serverUrl, settings, mode, workload)).perSecond as number,
+  ]
+  const figures: [number[], number[], number[]] = [[], [], []]
+  for (let round = 0; round < DRAIN_ROUNDS; round++) {
+    for (let k = 0; k < 3; k++) {
+      const side = (k + round) % 3
+      figures[side]?.push(await (sides[side] as () => Promise<number>)())
+    }
+    log(`${workload} paired (${mode}) round ${round + 1}: pgonce ${Math.round(figures[0][round] as number)}, ` +
+      `${peer.info.label} ${Math.round(figures[1][round] as number)}, loop ${Math.round(figures[2][round] as number)} jobs/s`)
+  }
+  return {
+    workload, mode, pgonce: figures[0], peerRates: figures[1], loop: figures[2],
+    peer: { id: peer.info.id, label: peer.info.label, config: peer.config, letter: peer.letter },
+  }
+}
