@@ -79,26 +79,33 @@ function onClients(clients: pg.Client[]) {
   }
 }
 
+/** `ops` operations from `producers` loops; jobs per second. */
+const rateOf = async (ops: number, producers: number, op: (i: number) => Promise<unknown>): Promise<number> =>
+  perSecond(ops, await runProducers(ops, producers, async (i) => { await op(i) }))
+
 /**
- * W1 (one producer), W2 (16) and W5 (16, `keyed`: W5's keys, ten adds each, a fresh set per round): `queue.add` on
- * the pass's pool against the bare one-row INSERT, each producer of the limit on a client of its own.
+ * A system's adds (pgonce's `queue.add` on the pass's pool, or a peer's): W1 (one producer), W2 (16), or W5 (16,
+ * `keyed`: the system's own dedup feature, ten adds per key over `keys` keys of the round's own).
  */
+export function addSide(system: BenchSystem, queue: string, perRound: number, producers: number, keyed: { keys: number } | null): Side {
+  const add = (round: number, i: number) => keyed
+    ? system.addDeduplicated(queue, `r${round}-key-${i % keyed.keys}`, { i })
+    : system.add(queue, { i })
+  return {
+    warm: () => system.prepare(queue, { dedup: keyed !== null }).then(() => rateOf(WARMUP, producers, (i) => add(-1, i))).then(() => {}),
+    round: (r) => rateOf(perRound, producers, (i) => add(r, i)),
+  }
+}
+
+/** W1, W2 and W5: pgonce's adds (addSide) against the bare one-row INSERT, each producer of the limit on a client of its own. */
 async function adds(system: BenchSystem, url: string, insertOne: string, perRound: number, queue: string, producers: number,
   keyed: { keys: number } | null): Promise<Pair> {
   const clients = await Promise.all(Array.from({ length: producers }, () => connect(url)))
   const onClient = onClients(clients)
   const insert = (i: number) => onClient((c) => c.query({ name: 'paired-insert-one', text: insertOne, values: ['pairedlimit', 'job', JSON.stringify({ i })] }))
-  const add = (round: number, i: number) => keyed
-    ? system.addDeduplicated(queue, `r${round}-key-${i % keyed.keys}`, { i })
-    : system.add(queue, { i })
-  const rate = async (ops: number, op: (i: number) => Promise<unknown>) =>
-    perSecond(ops, await runProducers(ops, producers, async (i) => { await op(i) }))
   return {
-    limit: { warm: () => rate(WARMUP, (i) => insert(-1 - i)).then(() => {}), round: (r) => rate(perRound, (i) => insert(r * perRound + i)) },
-    pgonce: {
-      warm: () => system.prepare(queue, { dedup: keyed !== null }).then(() => rate(WARMUP, (i) => add(-1, i))).then(() => {}),
-      round: (r) => rate(perRound, (i) => add(r, i)),
-    },
+    limit: { warm: () => rateOf(WARMUP, producers, (i) => insert(-1 - i)).then(() => {}), round: (r) => rateOf(perRound, producers, (i) => insert(r * perRound + i)) },
+    pgonce: addSide(system, queue, perRound, producers, keyed),
     close: () => Promise.all(clients.map((c) => c.end())).then(() => {}),
   }
 }

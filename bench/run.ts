@@ -15,7 +15,7 @@ import type { BenchRun, ConfigRun, SystemRun } from './run-result.js'
 import { allSystems } from './systems/registry.js'
 import type { SystemInfo } from './systems/system.js'
 import { PAIRED_ROUNDS, PAIRED_WORKLOADS, type PairedShare, measurePaired, pairedShare } from './paired.js'
-import { type PeerChoice, type PeerPairedShare, measurePairedPeer, peerRatio } from './paired-peer.js'
+import { PEER_PAIRED_WORKLOADS, type PeerChoice, type PeerPairedShare, measurePairedPeer, peerRatio } from './paired-peer.js'
 import { DRAIN_ROUNDS, type DrainPairedShare, PAIRED_DRAINS, drainLoopShare, drainPeerRatio, measurePairedDrain } from './paired-drains.js'
 import type { Mode, WorkloadId } from './workloads/context.js'
 
@@ -130,15 +130,17 @@ try {
     const config = best?.system.configs.find((c) => c.letter === best.best.letter)
     return info && config ? { info, config: config.key, letter: config.letter } : undefined
   }
-  // W6's peer part the same way: pgonce against the peer (and configuration) that was best at W6 in the passes.
+  // W5's and W6's peer parts the same way: pgonce against the peer (and configuration) that was best at each in the passes.
   const pairedPeers: PeerPairedShare[] = []
-  if (settings.limits && selected('pgonce') && pairedWanted.includes('W6')) {
-    for (const mode of settings.modes) {
-      const peer = peerFor('W6', mode)
-      if (!peer) continue
-      const p = await measurePairedPeer(server.url, settings, mode, peer)
-      log(`W6 paired with ${peer.info.label} [${peer.letter}] (${mode}): ${peerRatio(p).toFixed(2)} over ${PAIRED_ROUNDS} rounds`)
-      pairedPeers.push(p)
+  if (settings.limits && selected('pgonce')) {
+    for (const workload of PEER_PAIRED_WORKLOADS.filter((w) => pairedWanted.includes(w))) {
+      for (const mode of settings.modes) {
+        const peer = peerFor(workload, mode)
+        if (!peer) continue
+        const p = await measurePairedPeer(server.url, settings, mode, workload, peer)
+        log(`${workload} paired with ${peer.info.label} [${peer.letter}] (${mode}): ${peerRatio(p).toFixed(2)} over ${PAIRED_ROUNDS} rounds`)
+        pairedPeers.push(p)
+      }
     }
   }
   // And the drains: pgonce, the best peer and the claim-and-delete loop in rotating rounds (bench/paired-drains.ts).
