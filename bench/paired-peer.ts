@@ -6,7 +6,7 @@
 import type { RunSettings } from './config.js'
 import { dropDatabase, freshDatabase } from './databases.js'
 import { connect } from './limits.js'
-import { type Side, addSide, alternate, geometricMean, handlerStartSide, perRoundOf, roundRatios } from './paired.js'
+import { PAIRED_ROUNDS, type Side, WARMUP, addSide, alternate, geometricMean, handlerStartSide, perRoundOf, roundRatios } from './paired.js'
 import { pgonce } from './systems/pgonce.js'
 import type { SystemId, SystemInfo } from './systems/system.js'
 import { type Mode, maintain } from './workloads/context.js'
@@ -50,21 +50,29 @@ async function openSide(serverUrl: string, name: string, info: SystemInfo, confi
   const system = await info.open(url, config)
   const s = settings.sizes
   const perRound = perRoundOf(workload, s)
+  const keys = perRound / 10
   const { side, close } = workload === 'W6'
     ? await handlerStartSide(system, perRound, s.w6PauseMs)
-    : { side: addSide(system, 'w5', perRound, s.producers, { keys: perRound / 10 }), close: async () => {} }
-  return { url, side, close: async () => { await close(); await system.close() } }
+    : { side: addSide(system, 'w5', perRound, s.producers, { keys }), close: async () => {} }
+  /** W5: one job per key, as its pass checks (the warm-up's keys and every round's own). */
+  const check = async (): Promise<void> => {
+    if (workload !== 'W5') return
+    const [created, expected] = [await system.countJobs('w5'), Math.min(WARMUP, keys) + PAIRED_ROUNDS * keys]
+    if (created !== expected) throw new Error(`${info.label}: ${created} jobs created over ${expected} keys in the W5 rounds`)
+  }
+  return { url, side, check, close: async () => { await close(); await system.close() } }
 }
 
 /**
  * Each system in a fresh database of its own on the same server (W6: its consumer in this process), both warmed, the
  * mode's maintenance in both databases, then PAIRED_ROUNDS rounds of the workload on each, the peer first in even rounds.
+ * Throws when a W5 side created other than one job per key.
  */
 export async function measurePairedPeer(serverUrl: string, settings: RunSettings, mode: Mode, workload: PeerPairedWorkload,
   peer: PeerChoice): Promise<PeerPairedShare> {
   const w = workload.toLowerCase()
   const names = { ours: `pgonce_bench_paired_${w}_pgonce`, theirs: `pgonce_bench_paired_${w}_peer` }
-  const opened: { url: string; side: Side; close(): Promise<void> }[] = []
+  const opened: { url: string; side: Side; check(): Promise<void>; close(): Promise<void> }[] = []
   try {
     opened.push(await openSide(serverUrl, names.ours, pgonce, 'default', settings, workload))
     opened.push(await openSide(serverUrl, names.theirs, peer.info, peer.config, settings, workload))
@@ -76,6 +84,7 @@ export async function measurePairedPeer(serverUrl: string, settings: RunSettings
       await maintain(admin, mode).finally(() => admin.end())
     }
     const [peerFigures, pgonceFigures] = await alternate(theirs.side, ours.side)
+    for (const o of opened) await o.check()
     return {
       workload, mode, perRound: perRoundOf(workload, settings.sizes), pgonce: pgonceFigures, peerFigures,
       peer: { id: peer.info.id, label: peer.info.label, config: peer.config, letter: peer.letter },

@@ -16,7 +16,7 @@ import { SETTLE_MS, idleSamples } from './workloads/pickup-latency.js'
 /** Rounds of each side, the two sides alternating (the limit first in even rounds, pgonce first in odd ones). */
 export const PAIRED_ROUNDS = 8
 /** Untimed operations of each side before the first round (the connections, plans and V8 warm). */
-const WARMUP = 200
+export const WARMUP = 200
 const CHANNEL = 'pgonce_bench_paired'
 
 /** In the order they run; W1, W2, W3 and W5 compare rates, W6 latencies. */

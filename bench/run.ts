@@ -137,9 +137,13 @@ try {
       for (const mode of settings.modes) {
         const peer = peerFor(workload, mode)
         if (!peer) continue
-        const p = await measurePairedPeer(server.url, settings, mode, workload, peer)
-        log(`${workload} paired with ${peer.info.label} [${peer.letter}] (${mode}): ${peerRatio(p).toFixed(2)} over ${PAIRED_ROUNDS} rounds`)
-        pairedPeers.push(p)
+        try {
+          const p = await measurePairedPeer(server.url, settings, mode, workload, peer)
+          log(`${workload} paired with ${peer.info.label} [${peer.letter}] (${mode}): ${peerRatio(p).toFixed(2)} over ${PAIRED_ROUNDS} rounds`)
+          pairedPeers.push(p)
+        } catch (err) {
+          log(`${workload} paired with ${peer.info.label} (${mode}) failed: ${err instanceof Error ? err.stack ?? err.message : String(err)}`)
+        }
       }
     }
   }
