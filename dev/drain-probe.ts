@@ -5,6 +5,7 @@
 //
 //   DATABASE_URL=… N=100000 Q=notifications npx tsx --conditions=development dev/drain-probe.ts [package root]
 //   DROP_INDEXES=jobs_finished,…  drops those indexes of the probe's schema first (what an index costs the drain)
+//   AS_IS=1  skips the VACUUM ANALYZE before the drain (the bench's as-is mode: a backlog never vacuumed nor analysed)
 //   DROP_FKS=1  drops the three foreign keys to jobs (dedup_keys, job_dependencies) first: with a checkout whose
 //               completion deletes the row, what their ON DELETE CASCADE triggers cost (bench/README.md, "What deleting a job costs")
 //
@@ -33,7 +34,7 @@ try {
     await admin.query(`drop index "${schema}"."${index}"`)
   }
   if (process.env.DROP_FKS) await dropJobForeignKeys(admin, schema)
-  await admin.query(`vacuum analyze "${schema}".jobs`)
+  if (!process.env.AS_IS) await admin.query(`vacuum analyze "${schema}".jobs`)
   const stats = new Map<string, { n: number; items: number; ms: number }>()
   const pool = new pg.Pool({ connectionString: url, max: 19 })
   const query = pool.query.bind(pool) as (...args: unknown[]) => Promise<unknown>
