@@ -97,12 +97,17 @@ export function addSide(system: BenchSystem, queue: string, perRound: number, pr
   }
 }
 
-/** W1, W2 and W5: pgonce's adds (addSide) against the bare one-row INSERT, each producer of the limit on a client of its own. */
+/**
+ * W1, W2 and W5: pgonce's adds (addSide) against the bare one-row INSERT, each producer of the limit on a client of its
+ * own. The limit's rows go to pgonce's queue: the jobs indexes lead with the queue, so rows of a queue that sorts before
+ * another's are inserted mid-index (no rightmost fast path, half-empty pages left behind by 50/50 splits), which cost
+ * the limit ~18% against pgonce appending at the index's end (bench/README.md, "Where in the index a queue's rows go").
+ */
 async function adds(system: BenchSystem, url: string, insertOne: string, perRound: number, queue: string, producers: number,
   keyed: { keys: number } | null): Promise<Pair> {
   const clients = await Promise.all(Array.from({ length: producers }, () => connect(url)))
   const onClient = onClients(clients)
-  const insert = (i: number) => onClient((c) => c.query({ name: 'paired-insert-one', text: insertOne, values: ['pairedlimit', 'job', JSON.stringify({ i })] }))
+  const insert = (i: number) => onClient((c) => c.query({ name: 'paired-insert-one', text: insertOne, values: [queue, 'job', JSON.stringify({ i })] }))
   return {
     limit: { warm: () => rateOf(WARMUP, producers, (i) => insert(-1 - i)).then(() => {}), round: (r) => rateOf(perRound, producers, (i) => insert(r * perRound + i)) },
     pgonce: addSide(system, queue, perRound, producers, keyed),
@@ -110,14 +115,14 @@ async function adds(system: BenchSystem, url: string, insertOne: string, perRoun
   }
 }
 
-/** W3: `queue.addBulk` of 1,000 items, one batch after another, against the bare 1,000-row INSERT (W3's limit); jobs/s. */
+/** W3: `queue.addBulk` of 1,000 items, one batch after another, against the bare 1,000-row INSERT (W3's limit) into the same queue; jobs/s. */
 function bulkAdds(system: BenchSystem, client: pg.Client, insertMany: string, perRound: number, batch: number): Pair {
   const bulk = async (r: number) => {
     const started = performance.now()
     for (let from = 0; from < perRound; from += batch) await system.addBulk('w3', payloads(r * perRound + from, Math.min(batch, perRound - from)))
     return perSecond(perRound, performance.now() - started)
   }
-  const limit = async (r: number) => perSecond(perRound, await insertBulk(client, insertMany, 'pairedlimit', r * perRound, perRound))
+  const limit = async (r: number) => perSecond(perRound, await insertBulk(client, insertMany, 'w3', r * perRound, perRound))
   return {
     limit: { warm: () => limit(-1).then(() => {}), round: limit },
     pgonce: { warm: () => system.prepare('w3').then(() => bulk(-1)).then(() => {}), round: bulk },
