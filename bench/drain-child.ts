@@ -1,7 +1,7 @@
 // Child process of W4/W8: consumes one queue with one system, then reports time, round trips, WAL and RSS to its parent.
 
 import pg from 'pg'
-import { pollUntil, within } from './measure.js'
+import { errorText, pollUntil, within } from './measure.js'
 import { countRoundTrips } from './round-trips.js'
 import { systemById } from './systems/registry.js'
 import { walBytesSince, walPosition } from './wal.js'
@@ -94,7 +94,7 @@ if (!raw || !process.send) throw new Error('drain-child runs as a child of bench
 const send = process.send.bind(process)
 const answer = await drain(JSON.parse(raw) as DrainTask).then(
   (report) => ({ ok: true, report }),
-  (err: unknown) => ({ ok: false, error: err instanceof Error ? err.stack ?? err.message : String(err) }),
+  (err: unknown) => ({ ok: false, error: errorText(err) }),
 )
 // Exit once the answer is out, even if a system left a timer or socket behind.
 send(answer, () => process.exit(0))

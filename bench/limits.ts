@@ -6,7 +6,7 @@ import pg from 'pg'
 import { migrate } from '../src/index.js'
 import type { RunSettings, Sizes } from './config.js'
 import { dropDatabase, freshDatabase } from './databases.js'
-import { percentile, perSecond, runProducers, within } from './measure.js'
+import { errorText, percentile, perSecond, runProducers, within } from './measure.js'
 import { PGONCE_SCHEMA } from './systems/pgonce.js'
 import type { WorkloadId } from './systems/system.js'
 import { type Mode, maintain } from './workloads/context.js'
@@ -296,7 +296,7 @@ export async function measureLimits(serverUrl: string, settings: RunSettings, mo
       const figure = result.perSecond !== undefined ? `${Math.round(result.perSecond)}/s` : `p50 ${result.p50Ms?.toFixed(2)} ms, p99 ${result.p99Ms?.toFixed(2)} ms`
       log(`limit ${id} (${when}): ${figure}${result.note ? `; ${result.note}` : ''}`)
     } catch (err) {
-      pass.errors[id] = err instanceof Error ? err.stack ?? err.message : String(err)
+      pass.errors[id] = errorText(err)
       log(`limit ${id} (${when}) failed: ${pass.errors[id]}`)
     }
   }

@@ -11,6 +11,11 @@ export async function runProducers(total: number, producers: number, work: (i: n
   return performance.now() - started
 }
 
+/** An error's stack (or message), for a log line or a result file. */
+export function errorText(err: unknown): string {
+  return err instanceof Error ? err.stack ?? err.message : String(err)
+}
+
 /** Operations per second. */
 export function perSecond(ops: number, ms: number): number {
   return ms > 0 ? (ops * 1000) / ms : 0

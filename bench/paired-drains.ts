@@ -8,8 +8,7 @@ import { measureClaimDelete } from './limits.js'
 import { geometricMean, roundRatios } from './paired.js'
 import { runDrainAlone } from './pass.js'
 import { pgonce } from './systems/pgonce.js'
-import type { PeerChoice } from './paired-peer.js'
-import type { SystemId } from './systems/system.js'
+import { type PeerChoice, type PeerShown, shownPeer } from './paired-peer.js'
 import type { Mode } from './workloads/context.js'
 
 /** Rounds of the three sides; 6 puts each side in each of the three places twice. */
@@ -20,7 +19,7 @@ export type DrainWorkload = (typeof PAIRED_DRAINS)[number]
 export interface DrainPairedShare {
   workload: DrainWorkload
   mode: Mode
-  peer: { id: SystemId; label: string; config: string; letter: string }
+  peer: PeerShown
   /** Jobs per second in each round: pgonce's drain, the peer's, and the claim-and-delete loop's. */
   pgonce: number[]
   peerRates: number[]
@@ -40,22 +39,20 @@ export const drainLoopShare = (p: DrainPairedShare): number => geometricMean(dra
  */
 export async function measurePairedDrain(serverUrl: string, settings: RunSettings, mode: Mode, workload: DrainWorkload,
   peer: PeerChoice, log: (message: string) => void): Promise<DrainPairedShare> {
-  const sides: (() => Promise<number>)[] = [
-    async () => (await runDrainAlone({ info: pgonce, config: 'default', mode }, workload, serverUrl, settings)).perSecond as number,
-    async () => (await runDrainAlone({ info: peer.info, config: peer.config, mode }, workload, serverUrl, settings)).perSecond as number,
-    async () => (await measureClaimDelete(serverUrl, settings, mode, workload)).perSecond as number,
-  ]
+  const rate = async (r: Promise<{ perSecond?: number }>) => (await r).perSecond as number
+  const sides = [
+    () => rate(runDrainAlone({ info: pgonce, config: 'default', mode }, workload, serverUrl, settings)),
+    () => rate(runDrainAlone({ info: peer.info, config: peer.config, mode }, workload, serverUrl, settings)),
+    () => rate(measureClaimDelete(serverUrl, settings, mode, workload)),
+  ] as const
   const figures: [number[], number[], number[]] = [[], [], []]
   for (let round = 0; round < DRAIN_ROUNDS; round++) {
     for (let k = 0; k < 3; k++) {
-      const side = (k + round) % 3
-      figures[side]?.push(await (sides[side] as () => Promise<number>)())
+      const side = ((k + round) % 3) as 0 | 1 | 2
+      figures[side].push(await sides[side]())
     }
-    log(`${workload} paired (${mode}) round ${round + 1}: pgonce ${Math.round(figures[0][round] as number)}, ` +
-      `${peer.info.label} ${Math.round(figures[1][round] as number)}, loop ${Math.round(figures[2][round] as number)} jobs/s`)
+    const [ours, theirs, loop] = figures.map((f) => Math.round(f[round] as number))
+    log(`${workload} paired (${mode}) round ${round + 1}: pgonce ${ours}, ${peer.info.label} ${theirs}, loop ${loop} jobs/s`)
   }
-  return {
-    workload, mode, pgonce: figures[0], peerRates: figures[1], loop: figures[2],
-    peer: { id: peer.info.id, label: peer.info.label, config: peer.config, letter: peer.letter },
-  }
+  return { workload, mode, pgonce: figures[0], peerRates: figures[1], loop: figures[2], peer: shownPeer(peer) }
 }

@@ -18,7 +18,7 @@ export type PeerPairedWorkload = (typeof PEER_PAIRED_WORKLOADS)[number]
 export interface PeerPairedShare {
   workload: PeerPairedWorkload
   mode: Mode
-  peer: { id: SystemId; label: string; config: string; letter: string }
+  peer: PeerShown
   /** Operations per round and side (W5: adds, W6: samples). */
   perRound: number
   /** pgonce's figure in each round: W5 adds per second, W6 the p50 of the round's samples in ms. */
@@ -34,6 +34,16 @@ export interface PeerChoice {
   config: string
   letter: string
 }
+
+/** How a result file names the peer it was paired with. */
+export interface PeerShown {
+  id: SystemId
+  label: string
+  config: string
+  letter: string
+}
+
+export const shownPeer = (peer: PeerChoice): PeerShown => ({ id: peer.info.id, label: peer.info.label, config: peer.config, letter: peer.letter })
 
 /** The peer's figures, round by round. */
 export const peerFiguresOf = (p: PeerPairedShare): number[] => p.peerFigures ?? p.peerP50s ?? []
@@ -86,8 +96,7 @@ export async function measurePairedPeer(serverUrl: string, settings: RunSettings
     const [peerFigures, pgonceFigures] = await alternate(theirs.side, ours.side)
     for (const o of opened) await o.check()
     return {
-      workload, mode, perRound: perRoundOf(workload, settings.sizes), pgonce: pgonceFigures, peerFigures,
-      peer: { id: peer.info.id, label: peer.info.label, config: peer.config, letter: peer.letter },
+      workload, mode, perRound: perRoundOf(workload, settings.sizes), pgonce: pgonceFigures, peerFigures, peer: shownPeer(peer),
     }
   } finally {
     for (const o of opened) await o.close().catch(() => {})

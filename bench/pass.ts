@@ -5,7 +5,7 @@
 import pg from 'pg'
 import type { RunSettings } from './config.js'
 import { dropDatabase, freshDatabase } from './databases.js'
-import { runProducers } from './measure.js'
+import { errorText, runProducers } from './measure.js'
 import { countRoundTrips } from './round-trips.js'
 import type { PassRun } from './run-result.js'
 import { type SystemConfig, type SystemInfo, WORKLOAD_IDS } from './systems/system.js'
@@ -128,13 +128,13 @@ export async function runPass(spec: PassSpec, workloads: WorkloadId[], serverUrl
           pass.workloads[id] = result
           log(`${name} ${id}: ${summary(result)} (${((performance.now() - started) / 1000).toFixed(1)} s)`)
         } catch (err) {
-          pass.errors[id] = err instanceof Error ? err.stack ?? err.message : String(err)
+          pass.errors[id] = errorText(err)
           log(`${name} ${id} failed: ${pass.errors[id]}`)
         }
       }
     })
   } catch (err) {
-    pass.errors.open = err instanceof Error ? err.stack ?? err.message : String(err)
+    pass.errors.open = errorText(err)
     log(`${name} failed: ${pass.errors.open}`)
   }
   return pass

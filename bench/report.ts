@@ -221,7 +221,7 @@ function pairedDrainOf(run: BenchRun, workload: WorkloadId, mode: Mode): DrainPa
 function drainParts(r: Ratios, run: BenchRun, mode: Mode, workload: DrainWorkload): Part[] {
   const paired = pairedDrainOf(run, workload, mode)
   if (!paired) return [peerAtLeast(r, 1.5), limitAtLeast(r, 0.6)]
-  return [{ what: 'drain-peer', ok: drainPeerRatio(paired) >= 1.5 }, { what: 'drain-loop', ok: drainLoopShare(paired) >= 0.6 }]
+  return [{ what: 'drain-peer', ok: atLeast(drainPeerRatio(paired), 1.5) }, { what: 'drain-loop', ok: atLeast(drainLoopShare(paired), 0.6) }]
 }
 
 const TARGETS: Target[] = [
@@ -256,9 +256,7 @@ const TARGETS: Target[] = [
   {
     id: 'W6',
     text: 'W6 p50 ≤ 0.8× the best peer at its best and ≤ 1.3× the bare INSERT + pg_notify (each judged on the paired rounds where measured)',
-    parts: (r, run, mode) => {
-      return [peerPart(r, run, mode, 'W6', (v) => atMost(v, 0.8)), limitPart(r, run, mode, 'W6', (v) => atMost(v, 1.3))]
-    },
+    parts: (r, run, mode) => [peerPart(r, run, mode, 'W6', (v) => atMost(v, 0.8)), limitPart(r, run, mode, 'W6', (v) => atMost(v, 1.3))],
   },
   {
     id: 'W8',
@@ -332,18 +330,19 @@ function targetLines(run: BenchRun): string[] {
       const parts = t.parts(r, run, mode)
       const ok = verdict(parts)
       if (ok === undefined) return null
-      const { limit } = ratioText(r, row)
+      const { limit, peer } = ratioText(r, row)
+      const inTable = `the table's best peer: ${peer}`
       const shown = parts.map((p) => {
         if (p.what === 'peer') return p.ok === undefined ? 'no peer run' : `${times(r.peer as number)} the best peer [${r.peerLetter}]`
         if (p.what === 'limit') return p.ok === undefined ? 'no limit measured' : row.kind === 'latency' ? `${limit} the limit` : `${limit} of the limit`
         if (p.what === 'paired-peer') {
           const pp = pairedPeerOf(run, row.id, mode) as PeerPairedShare
-          return `${times(peerRatio(pp))} ${pp.peer.label} [${pp.peer.letter}], paired in rounds (${times(r.peer as number)} the best peer [${r.peerLetter}] in the table)`
+          return `${times(peerRatio(pp))} ${pp.peer.label} [${pp.peer.letter}], paired in rounds (${inTable})`
         }
         if (p.what === 'drain-peer' || p.what === 'drain-loop') {
           const d = pairedDrainOf(run, row.id, mode) as DrainPairedShare
           return p.what === 'drain-peer'
-            ? `${times(drainPeerRatio(d))} ${d.peer.label} [${d.peer.letter}], paired in rounds (${r.peer === undefined ? '—' : times(r.peer)} the best peer [${r.peerLetter}] in the table)`
+            ? `${times(drainPeerRatio(d))} ${d.peer.label} [${d.peer.letter}], paired in rounds (${inTable})`
             : `${share(drainLoopShare(d))} of the loop, paired in rounds (${limit} in the table)`
         }
         if (p.what === 'paired') {
@@ -359,6 +358,9 @@ function targetLines(run: BenchRun): string[] {
   return lines
 }
 
+/** The lowest and highest of `values`, each shown by `show`. */
+const range = (values: number[], show: (v: number) => string): string => `${show(Math.min(...values))}–${show(Math.max(...values))}`
+
 /** The workloads alternated with their limits in rounds, per mode: the ratios their targets are judged on. */
 function pairedLines(paired: PairedShare[]): string[] {
   const first = paired[0] as PairedShare
@@ -373,7 +375,7 @@ function pairedLines(paired: PairedShare[]): string[] {
       const figures = w6 ? `p50 ${millis(percentile(p.pgonce, 50))} against ${millis(percentile(p.limit, 50))} ms`
         : `${int(percentile(p.pgonce, 50))} against ${int(percentile(p.limit, 50))} jobs/s`
       return `- ${p.workload}, ${MODE_LABEL[p.mode]}, rounds of ${int(p.perRound)}: ${show(pairedShare(p))} ` +
-        `(${show(Math.min(...r))}–${show(Math.max(...r))}), ${figures}`
+        `(${range(r, show)}), ${figures}`
     }),
   ]
 }
@@ -389,7 +391,7 @@ function pairedPeerLines(paired: PeerPairedShare[]): string[] {
       const [ours, theirs] = [percentile(p.pgonce, 50), percentile(peerFiguresOf(p), 50)]
       const figures = p.workload === 'W6' ? `p50 ${millis(ours)} against ${millis(theirs)} ms` : `${int(ours)} against ${int(theirs)} adds/s`
       return `- ${p.workload}, ${MODE_LABEL[p.mode]}, against ${p.peer.label} [${p.peer.letter}], rounds of ${int(p.perRound)}: ${times(peerRatio(p))} ` +
-        `(${times(Math.min(...r))}–${times(Math.max(...r))}), ${figures}`
+        `(${range(r, times)}), ${figures}`
     }),
   ]
 }
@@ -403,7 +405,7 @@ function pairedDrainLines(paired: DrainPairedShare[]): string[] {
     ...paired.map((p) => {
       const [peer, loop] = [drainPeerRatios(p), drainLoopRatios(p)]
       return `- ${p.workload}, ${MODE_LABEL[p.mode]}, against ${p.peer.label} [${p.peer.letter}]: ${times(drainPeerRatio(p))} ` +
-        `(${times(Math.min(...peer))}–${times(Math.max(...peer))}), ${share(drainLoopShare(p))} of the loop (${share(Math.min(...loop))}–${share(Math.max(...loop))}); ` +
+        `(${range(peer, times)}), ${share(drainLoopShare(p))} of the loop (${range(loop, share)}); ` +
         `${int(percentile(p.pgonce, 50))} against ${int(percentile(p.peerRates, 50))} and ${int(percentile(p.loop, 50))} jobs/s`
     }),
   ]

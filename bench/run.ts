@@ -8,6 +8,7 @@ import { type RunSettings, settingsFromEnv } from './config.js'
 import { type LimitPass, measureLimits } from './limits.js'
 import { describeMachine, redisVersion } from './machine.js'
 import { log, runPass, workloadsOf } from './pass.js'
+import { errorText } from './measure.js'
 import { measureServerLimits } from './pgbench.js'
 import { MODE_LABEL, bestPeerRun, recordBest, renderMarkdown } from './report.js'
 import { baselineInfo, runHeader, writeResultFile } from './results.js'
@@ -15,8 +16,8 @@ import type { BenchRun, ConfigRun, SystemRun } from './run-result.js'
 import { allSystems } from './systems/registry.js'
 import type { SystemInfo } from './systems/system.js'
 import { PAIRED_ROUNDS, PAIRED_WORKLOADS, type PairedShare, measurePaired, pairedShare } from './paired.js'
-import { PEER_PAIRED_WORKLOADS, type PeerChoice, type PeerPairedShare, measurePairedPeer, peerRatio } from './paired-peer.js'
-import { DRAIN_ROUNDS, type DrainPairedShare, PAIRED_DRAINS, drainLoopShare, drainPeerRatio, measurePairedDrain } from './paired-drains.js'
+import { PEER_PAIRED_WORKLOADS, type PeerChoice, measurePairedPeer, peerRatio } from './paired-peer.js'
+import { DRAIN_ROUNDS, PAIRED_DRAINS, drainLoopShare, drainPeerRatio, measurePairedDrain } from './paired-drains.js'
 import type { Mode, WorkloadId } from './workloads/context.js'
 
 /** Footnote letters for every configuration of every system, in table order: a, b, c, … */
@@ -110,62 +111,51 @@ try {
   // The insert limits again, so that a share of the limit is not at the mercy of the VM's pace when the run began.
   const limitsAfter: LimitPass[] = []
   if (settings.limits) for (const mode of settings.modes) limitsAfter.push(await measureLimits(server.url, settings, mode, log, true))
+  // What pgonce ran in the passes (this run's workload selection, W8 only with a backlog): the paired rounds below
+  // measure those workloads again.
+  const pgonceRan = new Set(systems.find((s) => s.id === 'pgonce')?.configs[0]?.workloads ?? [])
+  const rounds = <W extends WorkloadId>(ids: readonly W[]): W[] => (settings.limits ? ids.filter((w) => pgonceRan.has(w)) : [])
   // The workloads judged against a limit once more, each alternated with its limit in rounds: their single samples,
   // minutes apart, decide a share by chance (bench/paired.ts).
   const paired: PairedShare[] = []
-  const pairedWanted = PAIRED_WORKLOADS.filter((w) => !settings.workloads || settings.workloads.includes(w))
-  if (settings.limits && selected('pgonce')) {
-    for (const workload of pairedWanted) {
-      for (const mode of settings.modes) {
-        const p = await measurePaired(server.url, settings, mode, workload)
-        log(`${workload} paired with its limit (${mode}): ${pairedShare(p).toFixed(2)} over ${PAIRED_ROUNDS} rounds`)
-        paired.push(p)
-      }
+  for (const workload of rounds(PAIRED_WORKLOADS)) {
+    for (const mode of settings.modes) {
+      const p = await measurePaired(server.url, settings, mode, workload)
+      log(`${workload} paired with its limit (${mode}): ${pairedShare(p).toFixed(2)} over ${PAIRED_ROUNDS} rounds`)
+      paired.push(p)
     }
   }
-  /** The peer (and configuration) that was best at `id` in `mode` in the passes. */
-  const peerFor = (id: WorkloadId, mode: Mode): PeerChoice | undefined => {
-    const best = bestPeerRun(systems, id, mode)
-    const info = best && chosen.find((s) => s.id === best.system.id)
-    const config = best?.system.configs.find((c) => c.letter === best.best.letter)
-    return info && config ? { info, config: config.key, letter: config.letter } : undefined
-  }
-  // W5's and W6's peer parts the same way: pgonce against the peer (and configuration) that was best at each in the passes.
-  const pairedPeers: PeerPairedShare[] = []
-  if (settings.limits && selected('pgonce')) {
-    for (const workload of PEER_PAIRED_WORKLOADS.filter((w) => pairedWanted.includes(w))) {
+  /**
+   * `measure` for each of `workloads` in each mode, against the peer (and configuration) that was best at it in that
+   * mode's passes; a failed measurement is logged and left out (its target is then judged on the passes).
+   */
+  async function againstPeers<W extends WorkloadId, T>(workloads: readonly W[], measure: (mode: Mode, workload: W, peer: PeerChoice) => Promise<T>,
+    summary: (p: T) => string): Promise<T[]> {
+    const out: T[] = []
+    for (const workload of rounds(workloads)) {
       for (const mode of settings.modes) {
-        const peer = peerFor(workload, mode)
-        if (!peer) continue
+        const best = bestPeerRun(systems, workload, mode)
+        const info = best && chosen.find((s) => s.id === best.system.id)
+        const config = best?.system.configs.find((c) => c.letter === best.best.letter)
+        if (!info || !config) continue
+        const peer = { info, config: config.key, letter: config.letter }
         try {
-          const p = await measurePairedPeer(server.url, settings, mode, workload, peer)
-          log(`${workload} paired with ${peer.info.label} [${peer.letter}] (${mode}): ${peerRatio(p).toFixed(2)} over ${PAIRED_ROUNDS} rounds`)
-          pairedPeers.push(p)
+          const p = await measure(mode, workload, peer)
+          log(`${workload} paired with ${info.label} [${config.letter}] (${mode}): ${summary(p)}`)
+          out.push(p)
         } catch (err) {
-          log(`${workload} paired with ${peer.info.label} (${mode}) failed: ${err instanceof Error ? err.stack ?? err.message : String(err)}`)
+          log(`${workload} paired with ${info.label} [${config.letter}] (${mode}) failed: ${errorText(err)}`)
         }
       }
     }
+    return out
   }
+  // W5's and W6's peer parts the same way (bench/paired-peer.ts).
+  const pairedPeers = await againstPeers(PEER_PAIRED_WORKLOADS, (mode, w, peer) => measurePairedPeer(server.url, settings, mode, w, peer),
+    (p) => `${peerRatio(p).toFixed(2)} over ${PAIRED_ROUNDS} rounds`)
   // And the drains: pgonce, the best peer and the claim-and-delete loop in rotating rounds (bench/paired-drains.ts).
-  const pairedDrains: DrainPairedShare[] = []
-  const drainsWanted = PAIRED_DRAINS.filter((w) => (!settings.workloads || settings.workloads.includes(w)) && (w !== 'W8' || settings.sizes.w8Queued > 0))
-  if (settings.limits && selected('pgonce')) {
-    for (const workload of drainsWanted) {
-      for (const mode of settings.modes) {
-        const peer = peerFor(workload, mode)
-        if (!peer) continue
-        try {
-          const p = await measurePairedDrain(server.url, settings, mode, workload, peer, log)
-          log(`${workload} paired (${mode}): ${drainPeerRatio(p).toFixed(2)}× ${peer.info.label} [${peer.letter}], ` +
-            `${drainLoopShare(p).toFixed(2)} of the loop over ${DRAIN_ROUNDS} rounds`)
-          pairedDrains.push(p)
-        } catch (err) {
-          log(`${workload} paired (${mode}) failed: ${err instanceof Error ? err.stack ?? err.message : String(err)}`)
-        }
-      }
-    }
-  }
+  const pairedDrains = await againstPeers(PAIRED_DRAINS, (mode, w, peer) => measurePairedDrain(server.url, settings, mode, w, peer, log),
+    (p) => `${drainPeerRatio(p).toFixed(2)}×, ${drainLoopShare(p).toFixed(2)} of the loop over ${DRAIN_ROUNDS} rounds`)
   const run: BenchRun = {
     ...runHeader(startedAt, machine, settings),
     material: settings.material,
