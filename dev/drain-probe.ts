@@ -6,13 +6,16 @@
 //   DATABASE_URL=… N=100000 Q=notifications npx tsx --conditions=development dev/drain-probe.ts [package root]
 //   DROP_INDEXES=jobs_finished,…  drops those indexes of the probe's schema first (what an index costs the drain)
 //   AS_IS=1  skips the VACUUM ANALYZE before the drain (the bench's as-is mode: a backlog never vacuumed nor analysed)
+//   HEAP_PROFILE=file  samples the Node process's allocations over the drain (V8's sampling heap profiler, objects
+//               collected since included) and writes the profile to that file (.heapprofile: Chrome DevTools reads it)
 //   DROP_FKS=1  drops the three foreign keys to jobs (dedup_keys, job_dependencies) first: with a checkout whose
 //               completion deletes the row, what their ON DELETE CASCADE triggers cost (bench/README.md, "What deleting a job costs")
 //
 // A package root (another commit's checkout, e.g. `git worktree add /tmp/base 4a0a88e` with a link to this
 // node_modules) drains with that version's Worker and migrations: alternate the two runs to compare versions.
 
-import { readdirSync, readFileSync } from 'node:fs'
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { Session } from 'node:inspector/promises'
 import { resolve } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import pg from 'pg'
@@ -78,12 +81,14 @@ try {
   const server0 = server()
   const busy0 = machine()
   const cpu0 = process.cpuUsage()
+  const heap = process.env.HEAP_PROFILE ? await sampleAllocations() : undefined
   let done = 0
   let first = 0
   let last = 0
   const worker = new Worker(Q, async () => { if (first === 0) first = performance.now() }, { pool, schema, concurrency: 16, migrate: false })
   worker.on('completed', () => { done++; last = performance.now() })
   while (done < N) await new Promise((resolve) => setTimeout(resolve, 50))
+  if (heap !== undefined) writeFileSync(process.env.HEAP_PROFILE as string, JSON.stringify(await heap()))
   const busy = machine() - busy0
   const serverBusy = server() - server0
   const cpu = process.cpuUsage(cpu0)
@@ -97,4 +102,14 @@ try {
 } finally {
   await admin.query(`drop schema "${schema}" cascade`)
   await admin.end()
+}
+
+/** Starts V8's sampling heap profiler (objects collected by either GC included); the returned call stops it. */
+async function sampleAllocations(): Promise<() => Promise<unknown>> {
+  const session = new Session()
+  session.connect()
+  await session.post('HeapProfiler.enable')
+  // The two include flags exist in Node 20's V8 but not yet in its inspector typings.
+  await session.post('HeapProfiler.startSampling', { samplingInterval: 4096, includeObjectsCollectedByMinorGC: true, includeObjectsCollectedByMajorGC: true } as object)
+  return async () => (await session.post('HeapProfiler.stopSampling')).profile
 }
