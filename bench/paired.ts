@@ -229,8 +229,8 @@ export async function measurePaired(serverUrl: string, settings: RunSettings, mo
   try {
     const system = await pgonce.open(url, 'default')
     // `client` reads the table's columns and runs the mode's maintenance; the limit's statements go over a connection
-    // that runs nothing else. A session that had run the catalog query inserted 1,000-row batches at about half the
-    // rate (bench/README.md, "W3's limit and the connection it ran on").
+    // that runs nothing else: a session that had run that catalog query inserted 1,000-row batches at ~55–65% of a
+    // clean one's rate (bench/README.md, "W3's limit and the connection it ran on").
     const client = await connect(url)
     const limitClient = await connect(url)
     try {
