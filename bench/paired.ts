@@ -115,8 +115,12 @@ async function adds(system: BenchSystem, url: string, insertOne: string, perRoun
   }
 }
 
-/** W3: `queue.addBulk` of 1,000 items, one batch after another, against the bare 1,000-row INSERT (W3's limit) into the same queue; jobs/s. */
-function bulkAdds(system: BenchSystem, client: pg.Client, insertMany: string, perRound: number, batch: number): Pair {
+/**
+ * W3: `queue.addBulk` of 1,000 items, one batch after another, against the bare 1,000-row INSERT (W3's limit) into the
+ * same queue, on a client of its own; jobs/s.
+ */
+async function bulkAdds(system: BenchSystem, url: string, insertMany: string, perRound: number, batch: number): Promise<Pair> {
+  const client = await connect(url)
   const bulk = async (r: number) => {
     const started = performance.now()
     for (let from = 0; from < perRound; from += batch) await system.addBulk('w3', payloads(r * perRound + from, Math.min(batch, perRound - from)))
@@ -126,7 +130,7 @@ function bulkAdds(system: BenchSystem, client: pg.Client, insertMany: string, pe
   return {
     limit: { warm: () => limit(-1).then(() => {}), round: limit },
     pgonce: { warm: () => system.prepare('w3').then(() => bulk(-1)).then(() => {}), round: bulk },
-    close: async () => {},
+    close: () => client.end(),
   }
 }
 
@@ -174,8 +178,8 @@ export async function handlerStartSide(system: BenchSystem, perRound: number, pa
  * W6: after the same idle pause, pgonce's add to its idle Worker until the handler starts, against one INSERT with
  * `pg_notify` until a LISTENing client of this process has the notification (the W6 pass and the insertNotify limit).
  */
-async function pickupLatency(system: BenchSystem, client: pg.Client, url: string, insertNotify: string,
-  perRound: number, pauseMs: number): Promise<Pair> {
+async function pickupLatency(system: BenchSystem, url: string, insertNotify: string, perRound: number, pauseMs: number): Promise<Pair> {
+  const client = await connect(url)
   const listener = await connect(url)
   const heard = arrivals()
   listener.on('notification', heard.seen)
@@ -190,6 +194,7 @@ async function pickupLatency(system: BenchSystem, client: pg.Client, url: string
     close: async () => {
       await ours.close()
       await listener.end()
+      await client.end()
     },
   }
 }
@@ -228,18 +233,17 @@ export async function measurePaired(serverUrl: string, settings: RunSettings, mo
   const url = await freshDatabase(serverUrl, database)
   try {
     const system = await pgonce.open(url, 'default')
-    // `client` reads the table's columns and runs the mode's maintenance; the limit's statements go over a connection
-    // that runs nothing else: a session that had run that catalog query inserted 1,000-row batches at ~55–65% of a
-    // clean one's rate (bench/README.md, "W3's limit and the connection it ran on").
+    // `client` only reads the table's columns and runs the mode's maintenance: every limit sends its statements over
+    // clients of its own that run nothing else (a session that had run that catalog query inserted 1,000-row batches at
+    // ~55–65% of a clean one's rate: bench/README.md, "W3's limit and the connection it ran on").
     const client = await connect(url)
-    const limitClient = await connect(url)
     try {
       const sql = await statementsFor(client)
       const pair = workload === 'W1' ? await adds(system, url, sql.insertOne, perRound, 'w1', 1, null)
         : workload === 'W2' ? await adds(system, url, sql.insertOne, perRound, 'w2', s.producers, null)
         : workload === 'W5' ? await adds(system, url, sql.insertOne, perRound, 'w5', s.producers, { keys: perRound / 10 })
-        : workload === 'W3' ? bulkAdds(system, limitClient, sql.insertMany, perRound, s.bulkBatch)
-        : await pickupLatency(system, limitClient, url, sql.insertNotify, perRound, s.w6PauseMs)
+        : workload === 'W3' ? await bulkAdds(system, url, sql.insertMany, perRound, s.bulkBatch)
+        : await pickupLatency(system, url, sql.insertNotify, perRound, s.w6PauseMs)
       try {
         await pair.limit.warm()
         await pair.pgonce.warm()
@@ -250,7 +254,6 @@ export async function measurePaired(serverUrl: string, settings: RunSettings, mo
         await pair.close()
       }
     } finally {
-      await limitClient.end()
       await client.end()
       await system.close()
     }

@@ -70,7 +70,9 @@ async function sample(kind: 'add' | 'bare', i: number): Promise<Sample> {
   }
   await bare.query({ name: 'insert-notify', text: insertNotify, values: [JSON.stringify({ i }), channel] })
   returned = performance.now()
-  while (notifiedAt === 0) await pause(0)
+  for (const given = performance.now(); notifiedAt === 0; await pause(0)) {
+    if (performance.now() - given > 30_000) throw new Error(`sample ${i}: no NOTIFY within 30 s`)
+  }
   return { sent: sentAt - t0, returned: returned - t0, notified: notifiedAt - t0, handler: NaN }
 }
 
