@@ -8,6 +8,8 @@
 //   AS_IS=1  skips the VACUUM ANALYZE before the drain (the bench's as-is mode: a backlog never vacuumed nor analysed)
 //   HEAP_PROFILE=file  samples the Node process's allocations over the drain (V8's sampling heap profiler, objects
 //               collected since included) and writes the profile to that file (.heapprofile: Chrome DevTools reads it)
+//   WORKERS=n  drains with n Workers sharing the pool, each of concurrency 16 / n (CONCURRENCY=c: c each): n claims in
+//               flight at once instead of one (bench/README.md, "A second claim in flight")
 //   DROP_FKS=1  drops the three foreign keys to jobs (dedup_keys, job_dependencies) first: with a checkout whose
 //               completion deletes the row, what their ON DELETE CASCADE triggers cost (bench/README.md, "What deleting a job costs")
 //
@@ -16,6 +18,7 @@
 
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { Session } from 'node:inspector/promises'
+import { availableParallelism } from 'node:os'
 import { resolve } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import pg from 'pg'
@@ -85,16 +88,21 @@ try {
   let done = 0
   let first = 0
   let last = 0
-  const worker = new Worker(Q, async () => { if (first === 0) first = performance.now() }, { pool, schema, concurrency: 16, migrate: false })
-  worker.on('completed', () => { done++; last = performance.now() })
+  const count = Number(process.env.WORKERS ?? 1)
+  const concurrency = Number(process.env.CONCURRENCY ?? Math.ceil(16 / count))
+  const started = performance.now()
+  const workers = Array.from({ length: count }, () =>
+    new Worker(Q, async () => { if (first === 0) first = performance.now() }, { pool, schema, concurrency, migrate: false }))
+  for (const worker of workers) worker.on('completed', () => { done++; last = performance.now() })
   while (done < N) await new Promise((resolve) => setTimeout(resolve, 50))
   if (heap !== undefined) writeFileSync(process.env.HEAP_PROFILE as string, JSON.stringify(await heap()))
   const busy = machine() - busy0
   const serverBusy = server() - server0
   const cpu = process.cpuUsage(cpu0)
-  await worker.close()
+  for (const worker of workers) await worker.close()
   await pool.end()
-  process.stdout.write(`${Math.round((N * 1000) / (last - first))} jobs/s; CPU per job: machine ${(busy * 1000 / N).toFixed(0)} µs, ` +
+  const cores = availableParallelism()
+  process.stdout.write(`${Math.round((N * 1000) / (last - first))} jobs/s; machine busy ${((busy * 100) / ((last - started) * cores)).toFixed(0)}% of ${cores} cores; CPU per job: machine ${(busy * 1000 / N).toFixed(0)} µs, ` +
     `Node ${((cpu.user + cpu.system) / N).toFixed(0)} µs, server ${(serverBusy * 1000 / N).toFixed(0)} µs\n`)
   for (const [kind, s] of stats) {
     process.stdout.write(`${kind.padEnd(50)} ${String(s.n).padStart(7)} sent, ${(s.items / s.n).toFixed(1).padStart(6)} jobs each, ${(s.ms / s.n).toFixed(2)} ms\n`)
