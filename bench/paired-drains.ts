@@ -1,4 +1,4 @@
-// W4 and W8 paired: pgonce's drain, the best peer's (the system and configuration best at that workload and mode in
+// W4 and W8 paired: pgonce's drain (its configuration best at that workload and mode in the passes), the best peer's (the system and configuration best at that workload and mode in
 // the passes) and the claim-and-delete loop, one after another in rounds, the order rotating. Their targets are
 // otherwise judged on single passes minutes apart; W4 against graphile-worker read 0.77× to 1.09× analysed over the
 // full runs of 2026-12-04/05 (bench/README.md, "The drains paired").
@@ -20,6 +20,8 @@ export interface DrainPairedShare {
   workload: DrainWorkload
   mode: Mode
   peer: PeerShown
+  /** pgonce's configuration in these rounds: the one best at the workload in that mode's passes (absent before 2026-12-05: `default`). */
+  ours?: { config: string; letter: string }
   /** Jobs per second in each round: pgonce's drain, the peer's, and the claim-and-delete loop's. */
   pgonce: number[]
   peerRates: number[]
@@ -38,10 +40,10 @@ export const drainLoopShare = (p: DrainPairedShare): number => geometricMean(dra
  * limit probe: a fresh database, the same backlog), in the order [pgonce, peer, loop] rotated by the round's number.
  */
 export async function measurePairedDrain(serverUrl: string, settings: RunSettings, mode: Mode, workload: DrainWorkload,
-  peer: PeerChoice, log: (message: string) => void): Promise<DrainPairedShare> {
+  peer: PeerChoice, ours: { config: string; letter: string }, log: (message: string) => void): Promise<DrainPairedShare> {
   const rate = async (r: Promise<{ perSecond?: number }>) => (await r).perSecond as number
   const sides = [
-    () => rate(runDrainAlone({ info: pgonce, config: 'default', mode }, workload, serverUrl, settings)),
+    () => rate(runDrainAlone({ info: pgonce, config: ours.config, mode }, workload, serverUrl, settings)),
     () => rate(runDrainAlone({ info: peer.info, config: peer.config, mode }, workload, serverUrl, settings)),
     () => rate(measureClaimDelete(serverUrl, settings, mode, workload)),
   ] as const
@@ -51,8 +53,8 @@ export async function measurePairedDrain(serverUrl: string, settings: RunSetting
       const side = ((k + round) % 3) as 0 | 1 | 2
       figures[side].push(await sides[side]())
     }
-    const [ours, theirs, loop] = figures.map((f) => Math.round(f[round] as number))
-    log(`${workload} paired (${mode}) round ${round + 1}: pgonce ${ours}, ${peer.info.label} ${theirs}, loop ${loop} jobs/s`)
+    const [mine, theirs, loop] = figures.map((f) => Math.round(f[round] as number))
+    log(`${workload} paired (${mode}) round ${round + 1}: pgonce [${ours.letter}] ${mine}, ${peer.info.label} ${theirs}, loop ${loop} jobs/s`)
   }
-  return { workload, mode, pgonce: figures[0], peerRates: figures[1], loop: figures[2], peer: shownPeer(peer) }
+  return { workload, mode, pgonce: figures[0], peerRates: figures[1], loop: figures[2], peer: shownPeer(peer), ours }
 }

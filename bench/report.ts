@@ -399,12 +399,13 @@ function pairedPeerLines(paired: PeerPairedShare[]): string[] {
 /** W4 and W8 paired with the best peer and the loop, per mode: the ratios their targets are judged on. */
 function pairedDrainLines(paired: DrainPairedShare[]): string[] {
   return [
-    `The drains paired (bench/paired-drains.ts, after the passes: pgonce's drain, the peer's that was best at it in that mode, in that configuration, ` +
+    `The drains paired (bench/paired-drains.ts, after the passes: pgonce's drain and the peer's, each in its configuration that was best at it in that mode, ` +
       `and the claim-and-delete loop, each exactly as in its pass or probe, one after another in ${paired[0]?.pgonce.length} rounds, the order rotating; ` +
       'geometric mean of the rounds\' ratios, their range, and the medians of the rounds\' jobs/s):',
     ...paired.map((p) => {
       const [peer, loop] = [drainPeerRatios(p), drainLoopRatios(p)]
-      return `- ${p.workload}, ${MODE_LABEL[p.mode]}, against ${p.peer.label} [${p.peer.letter}]: ${times(drainPeerRatio(p))} ` +
+      const ours = p.ours ? `pgonce [${p.ours.letter}] ` : ''
+      return `- ${p.workload}, ${MODE_LABEL[p.mode]}, ${ours}against ${p.peer.label} [${p.peer.letter}]: ${times(drainPeerRatio(p))} ` +
         `(${range(peer, times)}), ${share(drainLoopShare(p))} of the loop (${range(loop, share)}); ` +
         `${int(percentile(p.pgonce, 50))} against ${int(percentile(p.peerRates, 50))} and ${int(percentile(p.loop, 50))} jobs/s`
     }),

@@ -154,7 +154,14 @@ try {
   const pairedPeers = await againstPeers(PEER_PAIRED_WORKLOADS, (mode, w, peer) => measurePairedPeer(server.url, settings, mode, w, peer),
     (p) => `${peerRatio(p).toFixed(2)} over ${PAIRED_ROUNDS} rounds`)
   // And the drains: pgonce, the best peer and the claim-and-delete loop in rotating rounds (bench/paired-drains.ts).
-  const pairedDrains = await againstPeers(PAIRED_DRAINS, (mode, w, peer) => measurePairedDrain(server.url, settings, mode, w, peer, log),
+  const pgonceRun = systems.find((s) => s.id === 'pgonce')
+  /** pgonce's configuration best at `workload` in `mode`'s passes (its first, `default`, when none is recorded). */
+  const oursFor = (workload: WorkloadId, mode: Mode): { config: string; letter: string } => {
+    const letter = pgonceRun?.best[mode]?.[workload]
+    const config = pgonceRun?.configs.find((c) => c.letter === letter) ?? pgonceRun?.configs[0]
+    return { config: config?.key ?? 'default', letter: config?.letter ?? '?' }
+  }
+  const pairedDrains = await againstPeers(PAIRED_DRAINS, (mode, w, peer) => measurePairedDrain(server.url, settings, mode, w, peer, oursFor(w, mode), log),
     (p) => `${drainPeerRatio(p).toFixed(2)}×, ${drainLoopShare(p).toFixed(2)} of the loop over ${DRAIN_ROUNDS} rounds`)
   const run: BenchRun = {
     ...runHeader(startedAt, machine, settings),

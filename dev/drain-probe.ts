@@ -10,6 +10,7 @@
 //               collected since included) and writes the profile to that file (.heapprofile: Chrome DevTools reads it)
 //   WORKERS=n  drains with n Workers sharing the pool, each of concurrency 16 / n (CONCURRENCY=c: c each): n claims in
 //               flight at once instead of one (bench/README.md, "A second claim in flight")
+//   BATCH_SIZE=n  the Workers' batchSize (default: the Worker's own, 500; bench/README.md, "Claims of 2,000")
 //   DROP_FKS=1  drops the three foreign keys to jobs (dedup_keys, job_dependencies) first: with a checkout whose
 //               completion deletes the row, what their ON DELETE CASCADE triggers cost (bench/README.md, "What deleting a job costs")
 //
@@ -92,7 +93,7 @@ try {
   const concurrency = Number(process.env.CONCURRENCY ?? Math.ceil(16 / count))
   const started = performance.now()
   const workers = Array.from({ length: count }, () =>
-    new Worker(Q, async () => { if (first === 0) first = performance.now() }, { pool, schema, concurrency, migrate: false }))
+    new Worker(Q, async () => { if (first === 0) first = performance.now() }, { pool, schema, concurrency, migrate: false, ...(process.env.BATCH_SIZE ? { batchSize: Number(process.env.BATCH_SIZE) } : {}) }))
   for (const worker of workers) worker.on('completed', () => { done++; last = performance.now() })
   while (done < N) await new Promise((resolve) => setTimeout(resolve, 50))
   if (heap !== undefined) writeFileSync(process.env.HEAP_PROFILE as string, JSON.stringify(await heap()))

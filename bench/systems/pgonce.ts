@@ -17,7 +17,15 @@ function packageVersionAt(root: URL): string {
   return pkg.version
 }
 
-async function openWith(api: Api, url: string): Promise<BenchSystem> {
+/**
+ * The batch cap of the `large-batches` configuration: the Worker's `batchSize`, which caps each claim and each
+ * completion statement (the default, 500, holds a drain's claims to ~250 jobs). Chosen with `dev/drain-probe.ts
+ * BATCH_SIZE=…` over 100,000 no-op jobs: 2,000 drained 1.12–1.34× faster than 500 in five alternated rounds, 4,000 no
+ * faster than 2,000 (bench/README.md, "Claims of 2,000").
+ */
+export const LARGE_BATCH_SIZE = 2_000
+
+async function openWith(api: Api, url: string, config: string): Promise<BenchSystem> {
   const { Queue, Worker, migrate } = api
   const pool = new pg.Pool({ connectionString: url, max: CONCURRENCY })
   // pool.end() resolves once its clients are told to end, before their sockets close: the run's forced drop of the
@@ -47,7 +55,7 @@ async function openWith(api: Api, url: string): Promise<BenchSystem> {
     countUnfinished: (name) => count(name, true),
     async consume(name, onStart): Promise<Consumer> {
       const worker = new Worker<JobData>(name, async (job) => onStart(job.data),
-        { connectionString: url, schema: PGONCE_SCHEMA, concurrency: CONCURRENCY })
+        { connectionString: url, schema: PGONCE_SCHEMA, concurrency: CONCURRENCY, ...(config === 'large-batches' ? { batchSize: LARGE_BATCH_SIZE } : {}) })
       worker.on('error', () => {})
       return { close: () => worker.close() }
     },
@@ -79,8 +87,14 @@ export function pgonceSystem(id: SystemId, label: (version: string) => string, r
       key: 'default',
       purpose: 'its defaults',
       lines: [`\`new Worker(queue, handler, { concurrency: ${CONCURRENCY} })\`, every other option (batch claims, completion batching) at its default`],
+    }, {
+      key: 'large-batches',
+      purpose: 'throughput on a backlog of fast jobs: larger claims and completions (docs/performance.md, `batchSize`)',
+      lines: [`\`new Worker(queue, handler, { concurrency: ${CONCURRENCY}, batchSize: ${LARGE_BATCH_SIZE} })\``],
+      // The add side is the same code in both: only the consumer workloads can differ.
+      workloads: ['W4', 'W8'],
     }],
-    open: async (url) => openWith(await load(), url),
+    open: async (url, config) => openWith(await load(), url, config),
   }
 }
 
