@@ -1,4 +1,4 @@
-// W4 and W8 paired: pgonce's drain (its configuration best at that workload and mode in the passes), the best peer's (the system and configuration best at that workload and mode in
+// W4 and W8 paired: pgonce's drain and the best peer's (each in the configuration best at that workload and mode in
 // the passes) and the claim-and-delete loop, one after another in rounds, the order rotating. Their targets are
 // otherwise judged on single passes minutes apart; W4 against graphile-worker read 0.77× to 1.09× analysed over the
 // full runs of 2026-12-04/05 (bench/README.md, "The drains paired").
@@ -16,12 +16,18 @@ export const DRAIN_ROUNDS = 6
 export const PAIRED_DRAINS = ['W4', 'W8'] as const
 export type DrainWorkload = (typeof PAIRED_DRAINS)[number]
 
+/** pgonce's configuration for the rounds: its key, and its letter in the table. */
+export interface OurConfig {
+  config: string
+  letter: string
+}
+
 export interface DrainPairedShare {
   workload: DrainWorkload
   mode: Mode
   peer: PeerShown
   /** pgonce's configuration in these rounds: the one best at the workload in that mode's passes (absent before 2026-12-05: `default`). */
-  ours?: { config: string; letter: string }
+  ours?: OurConfig
   /** Jobs per second in each round: pgonce's drain, the peer's, and the claim-and-delete loop's. */
   pgonce: number[]
   peerRates: number[]
@@ -40,7 +46,7 @@ export const drainLoopShare = (p: DrainPairedShare): number => geometricMean(dra
  * limit probe: a fresh database, the same backlog), in the order [pgonce, peer, loop] rotated by the round's number.
  */
 export async function measurePairedDrain(serverUrl: string, settings: RunSettings, mode: Mode, workload: DrainWorkload,
-  peer: PeerChoice, ours: { config: string; letter: string }, log: (message: string) => void): Promise<DrainPairedShare> {
+  peer: PeerChoice, ours: OurConfig, log: (message: string) => void): Promise<DrainPairedShare> {
   const rate = async (r: Promise<{ perSecond?: number }>) => (await r).perSecond as number
   const sides = [
     () => rate(runDrainAlone({ info: pgonce, config: ours.config, mode }, workload, serverUrl, settings)),

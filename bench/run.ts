@@ -17,7 +17,7 @@ import { allSystems } from './systems/registry.js'
 import type { SystemInfo } from './systems/system.js'
 import { PAIRED_ROUNDS, PAIRED_WORKLOADS, type PairedShare, measurePaired, pairedShare } from './paired.js'
 import { PEER_PAIRED_WORKLOADS, type PeerChoice, measurePairedPeer, peerRatio } from './paired-peer.js'
-import { DRAIN_ROUNDS, PAIRED_DRAINS, drainLoopShare, drainPeerRatio, measurePairedDrain } from './paired-drains.js'
+import { DRAIN_ROUNDS, type OurConfig, PAIRED_DRAINS, drainLoopShare, drainPeerRatio, measurePairedDrain } from './paired-drains.js'
 import type { Mode, WorkloadId } from './workloads/context.js'
 
 /** Footnote letters for every configuration of every system, in table order: a, b, c, … */
@@ -156,7 +156,7 @@ try {
   // And the drains: pgonce, the best peer and the claim-and-delete loop in rotating rounds (bench/paired-drains.ts).
   const pgonceRun = systems.find((s) => s.id === 'pgonce')
   /** pgonce's configuration best at `workload` in `mode`'s passes (its first, `default`, when none is recorded). */
-  const oursFor = (workload: WorkloadId, mode: Mode): { config: string; letter: string } => {
+  const oursFor = (workload: WorkloadId, mode: Mode): OurConfig => {
     const letter = pgonceRun?.best[mode]?.[workload]
     const config = pgonceRun?.configs.find((c) => c.letter === letter) ?? pgonceRun?.configs[0]
     return { config: config?.key ?? 'default', letter: config?.letter ?? '?' }
