@@ -9,6 +9,7 @@
 // The database named in DATABASE_URL is dropped and created again: give it one of its own.
 
 import pg from 'pg'
+import { connect } from '../bench/limits.js'
 import { Queue, migrate } from '../src/index.js'
 import { recreateDatabase } from './probe-database.js'
 
@@ -18,14 +19,8 @@ const BATCHES = 5
 await recreateDatabase(url)
 await migrate({ connectionString: url.href, schema: 'pgonce' })
 
-const connect = async (): Promise<pg.Client> => {
-  const client = new pg.Client({ connectionString: url.href })
-  client.on('error', () => {})
-  await client.connect()
-  return client
-}
-const queried = await connect()
-const clean = await connect()
+const queried = await connect(url.href)
+const clean = await connect(url.href)
 // QUERY=short: the same query without its is_identity / is_generated / column_name conditions.
 await queried.query(process.env.QUERY === 'short'
   ? `select column_name, data_type from information_schema.columns

@@ -10,6 +10,7 @@
 // The database named in DATABASE_URL is dropped and created again: give it one of its own.
 
 import pg from 'pg'
+import { connect } from '../bench/limits.js'
 import { Queue, Worker, migrate } from '../src/index.js'
 import { recreateDatabase } from './probe-database.js'
 
@@ -28,9 +29,7 @@ pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
   return (query as (...a: unknown[]) => unknown).apply(this, args)
 } as typeof query
 
-const listener = new pg.Client({ connectionString: url.href })
-listener.on('error', () => {})
-await listener.connect()
+const listener = await connect(url.href)
 await listener.query(`listen "${channel}"`)
 let notifiedAt = 0
 listener.on('notification', () => {
@@ -46,9 +45,7 @@ const worker = new Worker<{ i: number }>('w6', async () => {
   started = null
 }, { connectionString: url.href, schema: 'pgonce', concurrency: 16, migrate: false })
 worker.on('error', () => {})
-const bare = new pg.Client({ connectionString: url.href })
-bare.on('error', () => {})
-await bare.connect()
+const bare = await connect(url.href)
 const insertNotify = `with j as (insert into pgonce.jobs (queue, name, data) values ('limit', 'job', $1) returning id)
   select pg_notify($2, j.id::text) from j`
 
@@ -56,22 +53,32 @@ const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 type Sample = { sent: number; returned: number; notified: number; handler: number }
 const samples: { add: Sample[]; bare: Sample[] } = { add: [], bare: [] }
 
-async function sample(kind: 'add' | 'bare', i: number): Promise<Sample> {
-  const handler = new Promise<number>((resolve) => {
+/** How long a sample may wait for its handler or its NOTIFY before the probe gives up. */
+const GIVE_UP_MS = 30_000
+
+/** When the Worker's handler starts (the add's job), or a rejection after GIVE_UP_MS. */
+function handlerStart(i: number): Promise<number> {
+  let timer: NodeJS.Timeout | undefined
+  return new Promise<number>((resolve, reject) => {
     started = resolve
-  })
+    timer = setTimeout(() => reject(new Error(`sample ${i}: no handler start within ${GIVE_UP_MS / 1000} s`)), GIVE_UP_MS)
+  }).finally(() => clearTimeout(timer))
+}
+
+async function sample(kind: 'add' | 'bare', i: number): Promise<Sample> {
   sentAt = 0
   notifiedAt = 0
   const t0 = performance.now()
   let returned = 0
   if (kind === 'add') {
+    const handler = handlerStart(i)
     const [, at] = await Promise.all([queue.add('job', { i }).then(() => (returned = performance.now())), handler])
     return { sent: sentAt - t0, returned: returned - t0, notified: notifiedAt - t0, handler: at - t0 }
   }
   await bare.query({ name: 'insert-notify', text: insertNotify, values: [JSON.stringify({ i }), channel] })
   returned = performance.now()
   for (const given = performance.now(); notifiedAt === 0; await pause(0)) {
-    if (performance.now() - given > 30_000) throw new Error(`sample ${i}: no NOTIFY within 30 s`)
+    if (performance.now() - given > GIVE_UP_MS) throw new Error(`sample ${i}: no NOTIFY within ${GIVE_UP_MS / 1000} s`)
   }
   return { sent: sentAt - t0, returned: returned - t0, notified: notifiedAt - t0, handler: NaN }
 }

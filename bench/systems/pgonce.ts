@@ -25,8 +25,21 @@ function packageVersionAt(root: URL): string {
  */
 export const LARGE_BATCH_SIZE = 2_000
 
+/** The Worker options each configuration sets beside `concurrency` (the one place a configuration's settings live). */
+const WORKER_OPTIONS: Readonly<Record<string, { batchSize?: number }>> = {
+  default: {},
+  'large-batches': { batchSize: LARGE_BATCH_SIZE },
+}
+
+function workerOptionsOf(config: string): { batchSize?: number } {
+  const options = WORKER_OPTIONS[config]
+  if (!options) throw new Error(`pgonce has no bench configuration '${config}'`)
+  return options
+}
+
 async function openWith(api: Api, url: string, config: string): Promise<BenchSystem> {
   const { Queue, Worker, migrate } = api
+  const workerOptions = workerOptionsOf(config)
   const pool = new pg.Pool({ connectionString: url, max: CONCURRENCY })
   // pool.end() resolves once its clients are told to end, before their sockets close: the run's forced drop of the
   // database can still reach one, and an 'error' event without a listener would end the whole run.
@@ -55,7 +68,7 @@ async function openWith(api: Api, url: string, config: string): Promise<BenchSys
     countUnfinished: (name) => count(name, true),
     async consume(name, onStart): Promise<Consumer> {
       const worker = new Worker<JobData>(name, async (job) => onStart(job.data),
-        { connectionString: url, schema: PGONCE_SCHEMA, concurrency: CONCURRENCY, ...(config === 'large-batches' ? { batchSize: LARGE_BATCH_SIZE } : {}) })
+        { connectionString: url, schema: PGONCE_SCHEMA, concurrency: CONCURRENCY, ...workerOptions })
       worker.on('error', () => {})
       return { close: () => worker.close() }
     },
