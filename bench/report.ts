@@ -3,10 +3,10 @@
 
 import type { Sizes } from './config.js'
 import { LIMIT_LABEL, LIMIT_OF, type LimitResult } from './limits.js'
-import type { BenchRun, PassRun, SystemRun } from './run-result.js'
+import type { BenchRun, ConfigRun, PassRun, SystemRun } from './run-result.js'
 import { type PairedShare, type PairedWorkload, pairedRatios, pairedShare } from './paired.js'
 import { type PeerPairedShare, peerFiguresOf, peerRatio, peerRatios } from './paired-peer.js'
-import { type DrainPairedShare, type DrainWorkload, drainLoopRatios, drainLoopShare, drainPeerRatio, drainPeerRatios } from './paired-drains.js'
+import { CLOSE_CONFIGS, type DrainPairedShare, type DrainWorkload, type RoundsCandidate, drainLoopRatios, drainLoopShare, drainPeerRatio, drainPeerRatios } from './paired-drains.js'
 import { percentile } from './measure.js'
 import { MODE_LABEL, type Mode, type WorkloadId, type WorkloadResult } from './workloads/context.js'
 
@@ -82,6 +82,25 @@ export function recordBest(system: SystemRun, modes: readonly Mode[]): void {
     system.best[mode] = byWorkload
   }
 }
+
+/**
+ * Every configuration of `systems` whose correct pass at workload `id` in `mode` came within `factor` of the best
+ * such pass among them (the paired drains run each of them: bench/paired-drains.ts).
+ */
+export function closePassConfigs(systems: readonly SystemRun[], id: WorkloadId, mode: Mode, factor: number): { system: SystemRun; config: ConfigRun }[] {
+  const kind = kindOf(id)
+  const ran = systems.flatMap((system) => system.passes
+    .filter((p) => p.mode === mode && p.workloads[id]?.correct)
+    .map((p) => ({ system, config: system.configs.find((c) => c.key === p.config), value: figure(kind, p.workloads[id]) })))
+    .filter((r): r is { system: SystemRun; config: ConfigRun; value: number } => r.config !== undefined && r.value !== undefined)
+  const best = ran.reduce<number | undefined>((b, r) => (b === undefined || better(kind, r.value, b) ? r.value : b), undefined)
+  if (best === undefined) return []
+  const close = (v: number): boolean => (kind === 'rate' ? v * factor >= best : v <= best * factor)
+  return ran.filter((r) => close(r.value)).map(({ system, config }) => ({ system, config }))
+}
+
+/** The Postgres peers among `systems` (not pgonce, its baseline, or the Redis reference). */
+export const peersOf = (systems: readonly SystemRun[]): SystemRun[] => systems.filter(isPeer)
 
 const own = (run: BenchRun): SystemRun | undefined => run.systems.find((s) => s.id === 'pgonce')
 const ownBaseline = (run: BenchRun): SystemRun | undefined => run.systems.find((s) => s.id === 'pgonce-baseline')
@@ -396,17 +415,28 @@ function pairedPeerLines(paired: PeerPairedShare[]): string[] {
   ]
 }
 
+/** ` (of [a] 31,000 / [b] 34,000)`: each configuration's median over the rounds, when a side ran more than one. */
+function candidatesNote<C>(candidates: readonly RoundsCandidate<C>[] | undefined, letter: (c: C) => string): string {
+  if (!candidates || candidates.length < 2) return ''
+  return ` (of ${candidates.map((c) => `[${letter(c.config)}] ${int(percentile(c.rates, 50))}`).join(' / ')})`
+}
+
 /** W4 and W8 paired with the best peer and the loop, per mode: the ratios their targets are judged on. */
 function pairedDrainLines(paired: DrainPairedShare[]): string[] {
+  const chosenInRounds = paired.some((p) => p.oursCandidates !== undefined)
   return [
-    `The drains paired (bench/paired-drains.ts, after the passes: pgonce's drain and the peer's, each in its configuration that was best at it in that mode, ` +
-      `and the claim-and-delete loop, each exactly as in its pass or probe, one after another in ${paired[0]?.pgonce.length} rounds, the order rotating; ` +
+    `The drains paired (bench/paired-drains.ts, after the passes: pgonce's drain and the peer's and the claim-and-delete loop, each exactly as in its pass or probe, ` +
+      `one after another in ${paired[0]?.pgonce.length} rounds, the order rotating; ` +
+      (chosenInRounds
+        ? `each side ran every configuration whose pass came within ${CLOSE_CONFIGS}× of its best and is represented by the one with the best geometric mean over the rounds ` +
+          '(the medians of each in brackets); '
+        : 'each side in its configuration that was best at the workload in that mode\'s passes; ') +
       'geometric mean of the rounds\' ratios, their range, and the medians of the rounds\' jobs/s):',
     ...paired.map((p) => {
       const [peer, loop] = [drainPeerRatios(p), drainLoopRatios(p)]
-      const ours = p.ours ? `pgonce [${p.ours.letter}] ` : ''
-      return `- ${p.workload}, ${MODE_LABEL[p.mode]}, ${ours}against ${p.peer.label} [${p.peer.letter}]: ${times(drainPeerRatio(p))} ` +
-        `(${range(peer, times)}), ${share(drainLoopShare(p))} of the loop (${range(loop, share)}); ` +
+      const ours = p.ours ? `pgonce [${p.ours.letter}]${candidatesNote(p.oursCandidates, (c) => c.letter)} ` : ''
+      return `- ${p.workload}, ${MODE_LABEL[p.mode]}, ${ours}against ${p.peer.label} [${p.peer.letter}]${candidatesNote(p.peerCandidates, (c) => c.letter)}: ` +
+        `${times(drainPeerRatio(p))} (${range(peer, times)}), ${share(drainLoopShare(p))} of the loop (${range(loop, share)}); ` +
         `${int(percentile(p.pgonce, 50))} against ${int(percentile(p.peerRates, 50))} and ${int(percentile(p.loop, 50))} jobs/s`
     }),
   ]

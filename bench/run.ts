@@ -10,14 +10,14 @@ import { describeMachine, redisVersion } from './machine.js'
 import { log, runPass, workloadsOf } from './pass.js'
 import { errorText } from './measure.js'
 import { measureServerLimits } from './pgbench.js'
-import { MODE_LABEL, bestPeerRun, recordBest, renderMarkdown } from './report.js'
+import { MODE_LABEL, bestPeerRun, closePassConfigs, peersOf, recordBest, renderMarkdown } from './report.js'
 import { baselineInfo, runHeader, writeResultFile } from './results.js'
 import type { BenchRun, ConfigRun, SystemRun } from './run-result.js'
 import { allSystems } from './systems/registry.js'
 import type { SystemInfo } from './systems/system.js'
 import { PAIRED_ROUNDS, PAIRED_WORKLOADS, type PairedShare, measurePaired, pairedShare } from './paired.js'
 import { PEER_PAIRED_WORKLOADS, type PeerChoice, measurePairedPeer, peerRatio } from './paired-peer.js'
-import { DRAIN_ROUNDS, type OurConfig, PAIRED_DRAINS, drainLoopShare, drainPeerRatio, measurePairedDrain } from './paired-drains.js'
+import { CLOSE_CONFIGS, DRAIN_ROUNDS, type DrainPairedShare, type OurConfig, PAIRED_DRAINS, drainLoopShare, drainPeerRatio, measurePairedDrain } from './paired-drains.js'
 import type { Mode, WorkloadId } from './workloads/context.js'
 
 /** Footnote letters for every configuration of every system, in table order: a, b, c, … */
@@ -153,16 +153,30 @@ try {
   // W5's and W6's peer parts the same way (bench/paired-peer.ts).
   const pairedPeers = await againstPeers(PEER_PAIRED_WORKLOADS, (mode, w, peer) => measurePairedPeer(server.url, settings, mode, w, peer),
     (p) => `${peerRatio(p).toFixed(2)} over ${PAIRED_ROUNDS} rounds`)
-  // And the drains: pgonce, the best peer and the claim-and-delete loop in rotating rounds (bench/paired-drains.ts).
+  // And the drains: pgonce, the best peer and the claim-and-delete loop in rotating rounds, each side in every
+  // configuration that came close to its best pass (bench/paired-drains.ts).
   const pgonceRun = systems.find((s) => s.id === 'pgonce')
-  /** pgonce's configuration best at `workload` in `mode`'s passes (its first, `default`, when none is recorded). */
-  const oursFor = (workload: WorkloadId, mode: Mode): OurConfig => {
-    const letter = pgonceRun?.best[mode]?.[workload]
-    const config = pgonceRun?.configs.find((c) => c.letter === letter) ?? pgonceRun?.configs[0]
-    return { config: config?.key ?? 'default', letter: config?.letter ?? '?' }
+  const pairedDrains: DrainPairedShare[] = []
+  for (const workload of rounds(PAIRED_DRAINS)) {
+    for (const mode of settings.modes) {
+      const close = (among: SystemRun[]) => closePassConfigs(among, workload, mode, CLOSE_CONFIGS)
+      const ours: OurConfig[] = close(pgonceRun ? [pgonceRun] : []).map(({ config }) => ({ config: config.key, letter: config.letter }))
+      const peers: PeerChoice[] = close(peersOf(systems)).flatMap(({ system, config }) => {
+        const info = chosen.find((s) => s.id === system.id)
+        return info ? [{ info, config: config.key, letter: config.letter }] : []
+      })
+      if (ours.length === 0 || peers.length === 0) continue
+      const named = `${workload} paired (${mode}), pgonce ${ours.map((c) => `[${c.letter}]`).join('')} against ${peers.map((p) => `${p.info.label} [${p.letter}]`).join(', ')}`
+      try {
+        const p = await measurePairedDrain(server.url, settings, mode, workload, peers, ours, log)
+        log(`${named}: pgonce [${p.ours?.letter}] ${drainPeerRatio(p).toFixed(2)}× ${p.peer.label} [${p.peer.letter}], ` +
+          `${drainLoopShare(p).toFixed(2)} of the loop over ${DRAIN_ROUNDS} rounds`)
+        pairedDrains.push(p)
+      } catch (err) {
+        log(`${named} failed: ${errorText(err)}`)
+      }
+    }
   }
-  const pairedDrains = await againstPeers(PAIRED_DRAINS, (mode, w, peer) => measurePairedDrain(server.url, settings, mode, w, peer, oursFor(w, mode), log),
-    (p) => `${drainPeerRatio(p).toFixed(2)}×, ${drainLoopShare(p).toFixed(2)} of the loop over ${DRAIN_ROUNDS} rounds`)
   const run: BenchRun = {
     ...runHeader(startedAt, machine, settings),
     material: settings.material,
