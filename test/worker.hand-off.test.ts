@@ -81,6 +81,41 @@ describe('hand-off to a sleeping worker', () => {
     }
   })
 
+  it('a hand-off that arrives while the worker\'s claim is in flight runs at once, not given back', async () => {
+    // An idle worker claims once more right after it advertised, and that claim reserves its free slots until it
+    // returns. Here it is slowed (this schema's _queue_paused(), which claims call and adds do not, sleeps 0.5 s for
+    // this queue), so that the add's hand-off lands inside it: the job must run as handed off, started in the
+    // transaction that inserted it, where a give-back and a later claim would start it later (the reservation counted
+    // as taken gave such hand-offs back: 4 in 8 runs of the first test under CPU load).
+    const paused = `"${db.schema}"._queue_paused(text)`
+    const original = (await db.pool.query<{ def: string }>(`select pg_get_functiondef($1::regprocedure) as def`, [paused])).rows[0]!.def
+    await db.pool.query(`create or replace function "${db.schema}"._queue_paused(p_queue text) returns boolean language plpgsql stable as $$
+      begin
+        if p_queue = 'ho-in-flight' then perform pg_sleep(0.5); end if;
+        return coalesce((select s.paused from "${db.schema}".queue_settings s where s.queue = p_queue), false);
+      end $$`)
+    const queue = queueOf('ho-in-flight')
+    const worker = new Worker('ho-in-flight', async () => 'ok', { connectionString: db.url, schema: db.schema, migrate: false, concurrency: 2 })
+    try {
+      await worker.run()
+      await waitFor(() => takesHandOffs(worker.id), 20_000, 'the worker to take hand-offs')
+      // The worker's claim (or the take-over after it), sleeping in this test's _queue_paused().
+      const claimsInFlight = async () => (await db.pool.query(`select 1 from pg_stat_activity where state = 'active'
+        and wait_event = 'PgSleep' and (query like '-- Claims up to%' or query like '-- An idle worker%')`)).rowCount
+      await waitFor(async () => (await claimsInFlight()) === 1, 10_000, 'the claim after the worker advertised')
+      const job = await queue.add('x', {})
+      expect(job.state).toBe('active')
+      expect(await claimsInFlight()).toBe(1)
+      const done = await waitForState(db, job.id, 'completed', 20_000)
+      expect(done.started_at).toEqual(done.created_at)
+      expect(done).toMatchObject({ attempts: 1, locked_by: worker.id })
+    } finally {
+      await worker.close()
+      await queue.close()
+      await db.pool.query(original)
+    }
+  })
+
   it('a worker with no free slot gives a hand-off back, and each job still runs once, one at a time', async () => {
     const queue = queueOf('ho-full')
     const { gate, release } = gated()

@@ -78,14 +78,15 @@ export class JobRunner<Data, Result> {
     this.fill()
   }
 
-  /** Whether a hand-off would run at once: the worker is not closing and a handler slot is free. */
+  /** Whether a hand-off would run at once: the worker is not closing and a handler slot is free (Slots.handOffRoom). */
   canTakeHandOff(): boolean {
-    return this.accepting && this.slots.free > 0
+    return this.accepting && this.slots.handOffRoom > 0
   }
 
   /**
-   * A job a plain add handed to this worker (already active for it, see Notifier): it runs on a free slot; with none
-   * free, or while closing, it goes back to the queue, its run not counted.
+   * A job a plain add handed to this worker (already active for it, see Notifier): it runs on a free slot (one that a
+   * claim in flight reserved counts as free); with none free, or while closing, it goes back to the queue, its run not
+   * counted.
    */
   handedOff(row: ClaimedRow): void {
     const h = new HeldJob<Data>(row, new Job<Data>(claimedToJobRow(row), null, this.owner), this.services)
