@@ -17,7 +17,7 @@ import { allSystems } from './systems/registry.js'
 import type { SystemInfo } from './systems/system.js'
 import { PAIRED_ROUNDS, PAIRED_WORKLOADS, type PairedShare, measurePaired, pairedShare } from './paired.js'
 import { PEER_PAIRED_WORKLOADS, type PeerChoice, measurePairedPeer, peerRatio } from './paired-peer.js'
-import { CLOSE_CONFIGS, DRAIN_ROUNDS, type DrainPairedShare, type OurConfig, PAIRED_DRAINS, drainLoopShare, drainPeerRatio, measurePairedDrain } from './paired-drains.js'
+import { CLOSE_CONFIGS, DRAIN_ROUNDS, type OurConfig, PAIRED_DRAINS, drainLoopShare, drainPeerRatio, measurePairedDrain } from './paired-drains.js'
 import type { Mode, WorkloadId } from './workloads/context.js'
 
 /** Footnote letters for every configuration of every system, in table order: a, b, c, … */
@@ -126,57 +126,51 @@ try {
     }
   }
   /**
-   * `measure` for each of `workloads` in each mode, against the peer (and configuration) that was best at it in that
-   * mode's passes; a failed measurement is logged and left out (its target is then judged on the passes).
+   * `measure` for each of `workloads` in each mode, against what `choose` picks there from the passes (skipped when it
+   * picks nothing); a failed measurement is logged and left out (its target is then judged on the passes).
    */
-  async function againstPeers<W extends WorkloadId, T>(workloads: readonly W[], measure: (mode: Mode, workload: W, peer: PeerChoice) => Promise<T>,
-    summary: (p: T) => string): Promise<T[]> {
+  async function againstPeers<W extends WorkloadId, C, T>(workloads: readonly W[], choose: (workload: W, mode: Mode) => { named: string; choice: C } | null,
+    measure: (mode: Mode, workload: W, choice: C) => Promise<T>, summary: (p: T) => string): Promise<T[]> {
     const out: T[] = []
     for (const workload of rounds(workloads)) {
       for (const mode of settings.modes) {
-        const best = bestPeerRun(systems, workload, mode)
-        const info = best && chosen.find((s) => s.id === best.system.id)
-        const config = best?.system.configs.find((c) => c.letter === best.best.letter)
-        if (!info || !config) continue
-        const peer = { info, config: config.key, letter: config.letter }
+        const picked = choose(workload, mode)
+        if (!picked) continue
+        const what = `${workload} paired with ${picked.named} (${mode})`
         try {
-          const p = await measure(mode, workload, peer)
-          log(`${workload} paired with ${info.label} [${config.letter}] (${mode}): ${summary(p)}`)
+          const p = await measure(mode, workload, picked.choice)
+          log(`${what}: ${summary(p)}`)
           out.push(p)
         } catch (err) {
-          log(`${workload} paired with ${info.label} [${config.letter}] (${mode}) failed: ${errorText(err)}`)
+          log(`${what} failed: ${errorText(err)}`)
         }
       }
     }
     return out
   }
-  // W5's and W6's peer parts the same way (bench/paired-peer.ts).
-  const pairedPeers = await againstPeers(PEER_PAIRED_WORKLOADS, (mode, w, peer) => measurePairedPeer(server.url, settings, mode, w, peer),
-    (p) => `${peerRatio(p).toFixed(2)} over ${PAIRED_ROUNDS} rounds`)
-  // And the drains: pgonce, the best peer and the claim-and-delete loop in rotating rounds, each side in every
-  // configuration that came close to its best pass (bench/paired-drains.ts).
-  const pgonceRun = systems.find((s) => s.id === 'pgonce')
-  const pairedDrains: DrainPairedShare[] = []
-  for (const workload of rounds(PAIRED_DRAINS)) {
-    for (const mode of settings.modes) {
-      const close = (among: SystemRun[]) => closePassConfigs(among, workload, mode, CLOSE_CONFIGS)
-      const ours: OurConfig[] = close(pgonceRun ? [pgonceRun] : []).map(({ config }) => ({ config: config.key, letter: config.letter }))
-      const peers: PeerChoice[] = close(peersOf(systems)).flatMap(({ system, config }) => {
-        const info = chosen.find((s) => s.id === system.id)
-        return info ? [{ info, config: config.key, letter: config.letter }] : []
-      })
-      if (ours.length === 0 || peers.length === 0) continue
-      const named = `${workload} paired (${mode}), pgonce ${ours.map((c) => `[${c.letter}]`).join('')} against ${peers.map((p) => `${p.info.label} [${p.letter}]`).join(', ')}`
-      try {
-        const p = await measurePairedDrain(server.url, settings, mode, workload, peers, ours, log)
-        log(`${named}: pgonce [${p.ours?.letter}] ${drainPeerRatio(p).toFixed(2)}× ${p.peer.label} [${p.peer.letter}], ` +
-          `${drainLoopShare(p).toFixed(2)} of the loop over ${DRAIN_ROUNDS} rounds`)
-        pairedDrains.push(p)
-      } catch (err) {
-        log(`${named} failed: ${errorText(err)}`)
-      }
-    }
+  const peerChoice = (system: SystemRun, config: ConfigRun): PeerChoice[] => {
+    const info = chosen.find((s) => s.id === system.id)
+    return info ? [{ info, config: config.key, letter: config.letter }] : []
   }
+  const named = (peers: readonly PeerChoice[]): string => peers.map((p) => `${p.info.label} [${p.letter}]`).join(', ')
+  // W5's and W6's peer parts: against the peer (and configuration) best at the workload in that mode's passes
+  // (bench/paired-peer.ts).
+  const pairedPeers = await againstPeers(PEER_PAIRED_WORKLOADS, (workload, mode) => {
+    const best = bestPeerRun(systems, workload, mode)
+    const config = best?.system.configs.find((c) => c.letter === best.best.letter)
+    const [peer] = best && config ? peerChoice(best.system, config) : []
+    return peer ? { named: named([peer]), choice: peer } : null
+  }, (mode, w, peer) => measurePairedPeer(server.url, settings, mode, w, peer), (p) => `${peerRatio(p).toFixed(2)} over ${PAIRED_ROUNDS} rounds`)
+  // And the drains: pgonce, the peer and the claim-and-delete loop in rotating rounds, each side in every configuration
+  // that came close to its best pass (bench/paired-drains.ts).
+  const pgonceRun = systems.find((s) => s.id === 'pgonce')
+  const pairedDrains = await againstPeers(PAIRED_DRAINS, (workload, mode) => {
+    const close = (among: SystemRun[]) => closePassConfigs(among, workload, mode, CLOSE_CONFIGS)
+    const ours: OurConfig[] = close(pgonceRun ? [pgonceRun] : []).map(({ config }) => ({ config: config.key, letter: config.letter }))
+    const peers = close(peersOf(systems)).flatMap(({ system, config }) => peerChoice(system, config))
+    return ours.length > 0 && peers.length > 0 ? { named: named(peers), choice: { ours, peers } } : null
+  }, (mode, w, { ours, peers }) => measurePairedDrain(server.url, settings, mode, w, peers, ours, log),
+  (p) => `pgonce [${p.ours?.letter}] ${drainPeerRatio(p).toFixed(2)}× [${p.peer.letter}], ${drainLoopShare(p).toFixed(2)} of the loop over ${DRAIN_ROUNDS} rounds`)
   const run: BenchRun = {
     ...runHeader(startedAt, machine, settings),
     material: settings.material,
