@@ -1,6 +1,12 @@
 // Workload sizes (issue 6 defaults, scaled by BENCH_SCALE) and run settings, read from the environment.
 
-import { MODES, type Mode } from './workloads/context.js'
+/**
+ * What is done to the system's database right before each timed section: `as-is` nothing (the tables as the
+ * workloads left them, statistics as autovacuum had them: a fresh table is unanalysed), `analysed` a `VACUUM ANALYZE`
+ * of the database (which holds only this system's tables) and a `CHECKPOINT`.
+ */
+export type Mode = 'as-is' | 'analysed'
+export const MODES: readonly Mode[] = ['as-is', 'analysed']
 
 export interface Sizes {
   /** W1: sequential awaited adds. */

@@ -3,6 +3,7 @@
 // other column left to its default; the claim orders by priority, run_at, id), never against pgonce's SQL or code.
 
 import pg from 'pg'
+import { connect } from '../dev/postgres-server.js'
 import { migrate } from '../src/index.js'
 import type { RunSettings, Sizes } from './config.js'
 import { dropDatabase, freshDatabase } from './databases.js'
@@ -103,13 +104,6 @@ function claimSql(state: string): string {
 const dataOf = (i: number): string => JSON.stringify({ i })
 const batchOf = (from: number, count: number): [string[], string[]] =>
   [Array.from({ length: count }, () => 'job'), Array.from({ length: count }, (_, k) => dataOf(from + k))]
-
-export async function connect(url: string): Promise<pg.Client> {
-  const client = new pg.Client({ connectionString: url })
-  client.on('error', () => {})
-  await client.connect()
-  return client
-}
 
 /** `total` rows (data `{ i }` from `first` on) in 1,000-row INSERTs, one after another; resolves with the elapsed ms. */
 export async function insertBulk(client: pg.Client, insertMany: string, queue: string, first: number, total: number): Promise<number> {

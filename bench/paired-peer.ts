@@ -5,7 +5,7 @@
 
 import type { RunSettings } from './config.js'
 import { dropDatabase, freshDatabase } from './databases.js'
-import { connect } from './limits.js'
+import { connect } from '../dev/postgres-server.js'
 import { PAIRED_ROUNDS, type Side, WARMUP, addSide, alternate, geometricMean, handlerStartSide, perRoundOf, roundRatios } from './paired.js'
 import { pgonce } from './systems/pgonce.js'
 import type { SystemId, SystemInfo } from './systems/system.js'

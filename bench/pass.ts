@@ -7,7 +7,6 @@ import type { RunSettings } from './config.js'
 import { dropDatabase, freshDatabase } from './databases.js'
 import { errorText, runProducers } from './measure.js'
 import { countRoundTrips } from './round-trips.js'
-import type { PassRun } from './run-result.js'
 import { type SystemConfig, type SystemInfo, WORKLOAD_IDS } from './systems/system.js'
 import { bulkAdds, concurrentAdds, sequentialAdds } from './workloads/add-throughput.js'
 import { MODE_LABEL, type Mode, type WorkloadContext, type WorkloadId, type WorkloadResult, maintain, payloads } from './workloads/context.js'
@@ -56,6 +55,15 @@ async function warmUp(ctx: WorkloadContext): Promise<void> {
  * left in its table its W8 fell from ~55,000 to ~35,000 jobs/s, in a full run to ~27,000.
  */
 const OWN_DATABASE = new Set<WorkloadId>(['W4', 'W8'])
+
+/** One pass: a configuration in a mode, over its workloads, from a fresh database. */
+export interface PassRun {
+  config: string
+  mode: Mode
+  workloads: Partial<Record<WorkloadId, WorkloadResult>>
+  /** Why a workload (or opening the system) failed. */
+  errors: Partial<Record<WorkloadId | 'open', string>>
+}
 
 export interface PassSpec {
   info: SystemInfo

@@ -6,8 +6,11 @@ import type { ServerLimits } from './pgbench.js'
 import type { PairedShare } from './paired.js'
 import type { PeerPairedShare } from './paired-peer.js'
 import type { DrainPairedShare } from './paired-drains.js'
+import type { PassRun } from './pass.js'
 import type { SystemId } from './systems/system.js'
 import type { Mode, WorkloadId, WorkloadResult } from './workloads/context.js'
+
+export type { PassRun } from './pass.js'
 
 export interface Machine {
   host: string
@@ -29,15 +32,6 @@ export interface ConfigRun {
   lines: string[]
   /** The workloads it competed in. */
   workloads: WorkloadId[]
-}
-
-/** One pass: a configuration in a mode, over its workloads, from a fresh database. */
-export interface PassRun {
-  config: string
-  mode: Mode
-  workloads: Partial<Record<WorkloadId, WorkloadResult>>
-  /** Why a workload (or opening the system) failed. */
-  errors: Partial<Record<WorkloadId | 'open', string>>
 }
 
 export interface SystemRun {

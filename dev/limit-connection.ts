@@ -9,8 +9,8 @@
 // The database named in DATABASE_URL is dropped and created again: give it one of its own.
 
 import pg from 'pg'
-import { connect } from '../bench/limits.js'
 import { Queue, migrate } from '../src/index.js'
+import { connect } from './postgres-server.js'
 import { recreateDatabase } from './probe-database.js'
 
 const url = new URL(process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/probe_limit_connection')

@@ -86,6 +86,17 @@ export async function createDatabase(url: string, name: string): Promise<string>
   return target.toString();
 }
 
+/**
+ * A client on a connection of its own, for a bench or a probe that ends it. Its 'error' events are ignored: a server
+ * fault surfaces in the query that meets it, never in the event loop.
+ */
+export async function connect(url: string): Promise<pg.Client> {
+  const client = new pg.Client({ connectionString: url });
+  client.on('error', () => {});
+  await client.connect();
+  return client;
+}
+
 // ---------------------------------------------------------------------------
 // testcontainers
 

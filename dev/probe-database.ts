@@ -1,20 +1,11 @@
 // The lab probes' own database: dropped and created again on the server of `url` (through its `postgres` database), and
 // what a probe may change in its schema.
 
-import pg from 'pg'
+import { createDatabase } from './postgres-server.js'
 
+/** Drops the database `url` names and creates it again (through the server's `postgres` database). */
 export async function recreateDatabase(url: URL): Promise<void> {
-  const database = url.pathname.slice(1)
-  const adminUrl = new URL(url)
-  adminUrl.pathname = '/postgres'
-  const admin = new pg.Client({ connectionString: adminUrl.href })
-  await admin.connect()
-  try {
-    await admin.query(`drop database if exists "${database}"`)
-    await admin.query(`create database "${database}"`)
-  } finally {
-    await admin.end()
-  }
+  await createDatabase(url.href, decodeURIComponent(url.pathname.slice(1)))
 }
 
 /** Drops the three foreign keys to `jobs` (dedup_keys, job_dependencies) of `schema`: what their cascades cost. */

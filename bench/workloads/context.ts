@@ -1,19 +1,13 @@
 // What every workload gets (the opened system, sizes, probes) and what it reports.
 
 import type pg from 'pg'
-import type { Sizes } from '../config.js'
+import type { Mode, Sizes } from '../config.js'
 import type { BenchSystem, SystemInfo } from '../systems/system.js'
 import { walBytesSince, walPosition } from '../wal.js'
 
 export type { WorkloadId } from '../systems/system.js'
+export { MODES, type Mode } from '../config.js'
 
-/**
- * What is done to the system's database right before each timed section: `as-is` nothing (the tables as the
- * workloads left them, statistics as autovacuum had them: a fresh table is unanalysed), `analysed` a `VACUUM ANALYZE`
- * of the database (which holds only this system's tables) and a `CHECKPOINT`.
- */
-export type Mode = 'as-is' | 'analysed'
-export const MODES: readonly Mode[] = ['as-is', 'analysed']
 /** How each mode is named in the table and the log. */
 export const MODE_LABEL: Record<Mode, string> = { 'as-is': 'as is', analysed: 'after VACUUM ANALYZE + CHECKPOINT' }
 
