@@ -3,9 +3,9 @@
 // W6's ratio moved by ~0.3 between full runs on this VM, W5's from 2.0–2.4× to 1.36× (bench/README.md, "Paired with
 // the limit").
 
+import { connect } from '../dev/postgres-server.js'
 import type { RunSettings } from './config.js'
 import { dropDatabase, freshDatabase } from './databases.js'
-import { connect } from '../dev/postgres-server.js'
 import { PAIRED_ROUNDS, type Side, WARMUP, addSide, alternate, geometricMean, handlerStartSide, perRoundOf, roundRatios } from './paired.js'
 import { pgonce } from './systems/pgonce.js'
 import type { SystemId, SystemInfo } from './systems/system.js'

@@ -4,10 +4,10 @@
 // full runs (bench/README.md, "Paired with the limit").
 
 import pg from 'pg'
+import { connect } from '../dev/postgres-server.js'
 import type { RunSettings } from './config.js'
 import { dropDatabase, freshDatabase } from './databases.js'
 import { percentile, perSecond, runProducers, within } from './measure.js'
-import { connect } from '../dev/postgres-server.js'
 import { insertBulk, statementsFor } from './limits.js'
 import { pgonce } from './systems/pgonce.js'
 import type { BenchSystem } from './systems/system.js'
