@@ -77,11 +77,12 @@ export function bestOfRounds<C>(candidates: readonly RoundsCandidate<C>[]): Roun
 export async function measurePairedDrain(serverUrl: string, settings: RunSettings, mode: Mode, workload: DrainWorkload,
   peers: readonly PeerChoice[], ours: readonly OurConfig[], log: (message: string) => void): Promise<DrainPairedShare> {
   const rate = async (r: Promise<{ perSecond?: number }>) => (await r).perSecond as number
-  const sides: { name: string; run: () => Promise<number>; rates: number[] }[] = [
-    ...ours.map((c) => ({ name: `pgonce [${c.letter}]`, run: () => rate(runDrainAlone({ info: pgonce, config: c.config, mode }, workload, serverUrl, settings)), rates: [] })),
-    ...peers.map((p) => ({ name: `${p.info.label} [${p.letter}]`, run: () => rate(runDrainAlone({ info: p.info, config: p.config, mode }, workload, serverUrl, settings)), rates: [] })),
-    { name: 'loop', run: () => rate(measureClaimDelete(serverUrl, settings, mode, workload)), rates: [] },
-  ]
+  const ourSides = ours.map((config) => ({ config, name: `pgonce [${config.letter}]`, rates: [] as number[],
+    run: () => rate(runDrainAlone({ info: pgonce, config: config.config, mode }, workload, serverUrl, settings)) }))
+  const peerSides = peers.map((p) => ({ config: shownPeer(p), name: `${p.info.label} [${p.letter}]`, rates: [] as number[],
+    run: () => rate(runDrainAlone({ info: p.info, config: p.config, mode }, workload, serverUrl, settings)) }))
+  const loop = { name: 'loop', rates: [] as number[], run: () => rate(measureClaimDelete(serverUrl, settings, mode, workload)) }
+  const sides: { name: string; rates: number[]; run: () => Promise<number> }[] = [...ourSides, ...peerSides, loop]
   for (let round = 0; round < DRAIN_ROUNDS; round++) {
     for (let k = 0; k < sides.length; k++) {
       const side = sides[(k + round) % sides.length] as (typeof sides)[number]
@@ -89,9 +90,8 @@ export async function measurePairedDrain(serverUrl: string, settings: RunSetting
     }
     log(`${workload} paired (${mode}) round ${round + 1}: ${sides.map((s) => `${s.name} ${Math.round(s.rates[round] as number)}`).join(', ')} jobs/s`)
   }
-  const oursCandidates = ours.map((config, i) => ({ config, rates: (sides[i] as (typeof sides)[number]).rates }))
-  const peerCandidates = peers.map((p, i) => ({ config: shownPeer(p), rates: (sides[ours.length + i] as (typeof sides)[number]).rates }))
+  const candidate = <C>({ config, rates }: { config: C; rates: number[] }): RoundsCandidate<C> => ({ config, rates })
+  const [oursCandidates, peerCandidates] = [ourSides.map(candidate), peerSides.map(candidate)]
   const [mine, theirs] = [bestOfRounds(oursCandidates), bestOfRounds(peerCandidates)]
-  const loop = (sides[sides.length - 1] as (typeof sides)[number]).rates
-  return { workload, mode, pgonce: mine.rates, peerRates: theirs.rates, loop, peer: theirs.config, ours: mine.config, oursCandidates, peerCandidates }
+  return { workload, mode, pgonce: mine.rates, peerRates: theirs.rates, loop: loop.rates, peer: theirs.config, ours: mine.config, oursCandidates, peerCandidates }
 }
