@@ -3,7 +3,7 @@
 // version written meanwhile stays unvacuumable: the dead index entries of claimed and completed jobs pile up).
 // Correctness under the same fault is test/fault/held-xmin.test.ts; this prints the two figures.
 //
-//   npx tsx --conditions=development bench/held-xmin.ts      (HELD_SECONDS=60, FREE_SECONDS=30 by default)
+//   npx tsx bench/held-xmin.ts      (HELD_SECONDS=60, FREE_SECONDS=30 by default)
 //
 // Uses DATABASE_URL (else the dev starter's server), a fresh schema dropped at the end.
 

@@ -4,7 +4,7 @@
 // own housekeeping prunes (paced: maintenance.ts, RoundSettings);
 // then how long that Worker's close() takes in the middle of its round. Rounds alternate the three.
 //
-//   npx tsx --conditions=development bench/housekeeping.ts      (ROWS=2000000, JOBS=50000, ROUNDS=3 by default)
+//   npx tsx bench/housekeeping.ts      (ROWS=2000000, JOBS=50000, ROUNDS=3 by default)
 //
 // Uses DATABASE_URL (a database of its own, dropped at the end). Results: bench/README.md, "Pruning beside a drain".
 

@@ -3,7 +3,7 @@
 // For before/after checks of sql/add-job.sql's in-statement answers (bench/README.md, "Duplicates answered in the
 // statement"); run it in two checkouts alternately.
 //
-//   DATABASE_URL=… npx tsx --conditions=development bench/jobid-duplicates.ts
+//   DATABASE_URL=… npx tsx bench/jobid-duplicates.ts
 
 import { randomBytes } from 'node:crypto'
 import pg from 'pg'

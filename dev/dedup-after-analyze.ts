@@ -6,7 +6,7 @@
 //   analysed    VACUUM ANALYZE + CHECKPOINT, as the bench's second mode (the tables' statistics say 80 keys, 1 page)
 //   vacuum | analyze | checkpoint   one of the three alone
 //
-//   DATABASE_URL=… npx tsx --conditions=development dev/dedup-after-analyze.ts analysed
+//   DATABASE_URL=… npx tsx dev/dedup-after-analyze.ts analysed
 //   DATABASE_URL='…?options=-c%20enable_seqscan%3Doff'   the same with sequential scans priced out (a diagnosis only)
 //   PGSS=1  prints the top statements of pg_stat_statements (a server with the extension loaded)
 //

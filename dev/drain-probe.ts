@@ -3,7 +3,7 @@
 // statement kind, how many were sent, how many jobs each carried and their mean latency. For before/after checks of
 // the worker's statement pattern (see src/worker/step-batcher.ts); the comparison with peers is bench/.
 //
-//   DATABASE_URL=… N=100000 Q=notifications npx tsx --conditions=development dev/drain-probe.ts [package root]
+//   DATABASE_URL=… N=100000 Q=notifications npx tsx dev/drain-probe.ts [package root]
 //   DROP_INDEXES=jobs_finished,…  drops those indexes of the probe's schema first (what an index costs the drain)
 //   AS_IS=1  skips the VACUUM ANALYZE before the drain (the bench's as-is mode: a backlog never vacuumed nor analysed)
 //   HEAP_PROFILE=file  samples the Node process's allocations over the drain (V8's sampling heap profiler, objects

@@ -5,7 +5,7 @@
 // Any package root (another commit's checkout) can be loaded, so the same probe compares two versions in one session;
 // bench/README.md, "A single add's INSERT and answer", has what it found.
 //
-//   DATABASE_URL=postgres://postgres@127.0.0.1:5434/probe_keyed P=1 npx tsx --conditions=development dev/keyed-add-probe.ts [package root]
+//   DATABASE_URL=postgres://postgres@127.0.0.1:5434/probe_keyed P=1 npx tsx dev/keyed-add-probe.ts [package root]
 //
 // The database named in DATABASE_URL is dropped and created again: give it one of its own.
 

@@ -4,7 +4,7 @@
 // between the rounds (OURS=0 leaves it out); rows/s of each per round. bench/README.md, "W3's limit and the connection it
 // ran on", has what it found.
 //
-//   DATABASE_URL=postgres://postgres@127.0.0.1:5432/probe_limit_connection ROUNDS=6 npx tsx --conditions=development dev/limit-connection.ts
+//   DATABASE_URL=postgres://postgres@127.0.0.1:5432/probe_limit_connection ROUNDS=6 npx tsx dev/limit-connection.ts
 //
 // The database named in DATABASE_URL is dropped and created again: give it one of its own.
 

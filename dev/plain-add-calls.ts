@@ -5,7 +5,7 @@
 // queue.add read ~40–60 µs above its statement, which it does not cost when run alone (the same note): compare the
 // statement variants with each other, and queue.add on its own.
 //
-//   DATABASE_URL=postgres://postgres@127.0.0.1:5432/probe_plain_add N=5000 npx tsx --conditions=development dev/plain-add-calls.ts
+//   DATABASE_URL=postgres://postgres@127.0.0.1:5432/probe_plain_add N=5000 npx tsx dev/plain-add-calls.ts
 //
 // The database named in DATABASE_URL is dropped and created again: give it one of its own.
 

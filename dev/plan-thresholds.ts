@@ -3,7 +3,7 @@
 // fills a fresh schema's jobs and dedup_keys, analyses them, and EXPLAINs the generic plan of a completion (a list of
 // ids), a failure (one id) and the two duplicate reads of sql/add-job.sql (a key, a jobId): SEQ or idx.
 //
-//   DATABASE_URL=… COSTS=1000,1 ROWS=2,4,8,20,100,1000,5000 npx tsx --conditions=development dev/plan-thresholds.ts
+//   DATABASE_URL=… COSTS=1000,1 ROWS=2,4,8,20,100,1000,5000 npx tsx dev/plan-thresholds.ts
 //
 // COSTS=1 is about the statements without the qual. bench/README.md, "Plans made on a small table".
 

@@ -2,7 +2,7 @@
 // (finished two days ago) on a fresh schema, vacuumed and analysed, then runMaintenance() back to back until nothing
 // is left; prints rows pruned per second.
 //
-//   DATABASE_URL=… N=200000 npx tsx --conditions=development dev/prune-probe.ts
+//   DATABASE_URL=… N=200000 npx tsx dev/prune-probe.ts
 //   DROP_FKS=1  drops the three foreign keys to jobs first (dedup_keys, job_dependencies): what their ON DELETE CASCADE
 //               triggers cost each pruned row (a diagnosis: without them nothing removes a deleted job's keys and edges)
 //

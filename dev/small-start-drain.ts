@@ -5,7 +5,7 @@
 // A session's cached plan is made from the statistics of its moment: planned on a small table, a completion by a
 // sequential scan read the whole table at every batch as it grew (bench/README.md, "Plans made on a small table").
 //
-//   DATABASE_URL=… N=50000 npx tsx --conditions=development dev/small-start-drain.ts [as-is|analysed] [package root]
+//   DATABASE_URL=… N=50000 npx tsx dev/small-start-drain.ts [as-is|analysed] [package root]
 
 import { resolve } from 'node:path'
 import { pathToFileURL } from 'node:url'

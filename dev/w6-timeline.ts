@@ -5,7 +5,7 @@
 // started. bench/README.md, "W6's timeline", has what it found. The server's time per statement is best read from the
 // server's log with `log_min_duration_statement = 0` set on the probe's database (`ALTER DATABASE … SET …`).
 //
-//   DATABASE_URL=postgres://postgres@127.0.0.1:5432/probe_w6 N=600 npx tsx --conditions=development dev/w6-timeline.ts
+//   DATABASE_URL=postgres://postgres@127.0.0.1:5432/probe_w6 N=600 npx tsx dev/w6-timeline.ts
 //
 // The database named in DATABASE_URL is dropped and created again: give it one of its own.
 

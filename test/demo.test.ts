@@ -11,7 +11,7 @@ const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..')
 /** Runs examples/demo.ts the way the `demo` script does; kills it after `timeoutMs`. */
 function runDemo(env: Record<string, string>, timeoutMs: number): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolvePromise, reject) => {
-    const child = spawn(process.execPath, ['--conditions=development', '--import', 'tsx', 'examples/demo.ts'], {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'examples/demo.ts'], {
       cwd: repoRoot,
       env: { ...process.env, ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
