@@ -51,6 +51,7 @@ export interface JobRow {
 
 /** What a Job needs from its queue. */
 export interface JobOwner {
+  /** @internal Stripped from the published types together with the Queue's and Worker's implementations. */
   removeOwnedDeduplicationKey(key: string, jobId: string, options?: { tx?: Transactional }): Promise<boolean>
 }
 

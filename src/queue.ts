@@ -263,7 +263,7 @@ export class Queue<Data = unknown> implements JobOwner {
     return row ? new Job<Data>(row, null, this) : null
   }
 
-  /** Migrates on first use, then gives the caller's `tx` or pgonce's pool as an executor. */
+  /** @internal Migrates on first use, then gives the caller's `tx` or pgonce's pool as an executor. */
   protected async executor(tx: Transactional | undefined, field = 'opts.tx'): Promise<Execute> {
     if (this.closed) throw new Error('pgonce: this Queue is closed')
     // Only an absent tx means "pgonce's pool": a null or wrong tx must not silently run outside the caller's transaction.
