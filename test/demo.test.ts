@@ -50,6 +50,8 @@ it('fires duplicated comment events, survives a worker killed mid-send, and send
   for (const row of ['duplicates absorbed by jobId', 'duplicates absorbed by dedup key', 'duplicates absorbed by the effect ledger', 'jobs rescued after the kill']) {
     expect(stdout).toContain(row)
   }
+  // The breakdown says what its columns count.
+  expect(stdout).toMatch(/^by effect ledger: of the new jobs, those whose run found its push already recorded by ctx\.effect/m)
   // Quiet: no progress bar anywhere.
   expect(stdout + stderr).not.toContain('events fired █')
 
