@@ -1,5 +1,5 @@
 --! Previous: -
---! Hash: sha1:d58425a90d29ee210f55346114d633c06e15a48b
+--! Hash: sha1:8b82feacbede80c6329f1c36249ce581bcaa75cf
 --! Message: baseline
 
 -- pgonce's schema, whole, in reading order: the types, the tables (with their autovacuum settings), the rules every
@@ -27,12 +27,12 @@ create sequence :PGONCE_SCHEMA.job_ids;
 -- A job's text limits, the same the TypeScript API checks before any I/O (docs/validation.md), for every writer, SQL
 -- by hand included: a violation raises check_violation (23514) naming the limit. Domains of the columns they limit
 -- rather than CHECKs of the table: PostgreSQL prepares a table's CHECK expressions again in every statement that
--- writes a row and evaluates them for every row an UPDATE touches (the four cost ~14-25 us of every single-row
+-- writes a row and evaluates them for every row an UPDATE touches (the four cost ~14-25 µs of every single-row
 -- statement), while a domain's CHECK is planned once per session and runs only where a value is assigned to the
 -- column, which the workers' claims, starts and completions never do.
 
 -- A queue name: at most 128 bytes of letters, digits and _.:- (every character allowed is one byte). The unbounded
--- class with a length test costs ~0.7 us where a bounded repetition {0,127} cost ~6.4 us.
+-- class with a length test costs ~0.7 µs where a bounded repetition {0,127} cost ~6.4 µs.
 create domain :PGONCE_SCHEMA.jobs_queue as text
   constraint jobs_queue_name check (octet_length(value) <= 128 and value ~ '^[A-Za-z0-9][A-Za-z0-9_.:-]*$');
 -- A job's name: 1 to 255 bytes.
@@ -297,7 +297,7 @@ language sql stable parallel safe as $$
 $$;
 
 -- The job defaults together, for _insert_jobs() and SQL callers. plpgsql: PostgreSQL 15 cannot inline a SQL function
--- that returns a record, and plans its body again in every statement that calls it (~30 us a call); a plpgsql
+-- that returns a record, and plans its body again in every statement that calls it (~30 µs a call); a plpgsql
 -- function keeps its compiled form for the session.
 create function :PGONCE_SCHEMA._job_defaults(out priority integer, out max_attempts integer)
 language plpgsql immutable parallel safe as $$
@@ -412,7 +412,7 @@ create index job_dependencies_parent on :PGONCE_SCHEMA.job_dependencies (depends
 -- Expired TTL keys, for the sweep.
 create index dedup_keys_expiry on :PGONCE_SCHEMA.dedup_keys (expires_at)
   where expires_at is not null;
--- The keys of a job, for the cascade of its deletion.
+-- The keys of a job, for the cascade of its deletion and retention's check of its held TTL keys.
 create index dedup_keys_job on :PGONCE_SCHEMA.dedup_keys (job_id);
 -- Expired runOnce claims, for the sweep.
 create index execution_claims_expiry on :PGONCE_SCHEMA.execution_claims (expires_at)
@@ -439,8 +439,8 @@ language sql immutable parallel safe as $$
 $$;
 
 -- Whether an idle worker of p_queue holds one of its slots: a shared try-lock given back in the same expression, so
--- that adds never wait for each other. One expression (a CASE evaluates its branches in order), about 3 us, and a SQL
--- function that the planner inlines into the statements calling it: as a plpgsql call it was ~7 us, about 6% of a
+-- that adds never wait for each other. One expression (a CASE evaluates its branches in order), about 3 µs, and a SQL
+-- function that the planner inlines into the statements calling it: as a plpgsql call it was ~7 µs, about 6% of a
 -- plain add. Each slot's key is computed where it is used: an inlined expression cannot hold a variable.
 create function :PGONCE_SCHEMA._idle_worker_waits(p_queue text) returns boolean
 language sql volatile as $$
@@ -595,9 +595,9 @@ $$;
 -- The admission rules for one add that has a jobId, a dedup key or dependencies: see docs/deduplication.md for the
 -- table this implements. Never raises for a rejection: it comes back in "error", with the key's owner as the job, and
 -- nothing is written. Its one-row INSERT has the same columns, rules and ON CONFLICT as _insert_jobs() (calling that
--- with one-element arrays cost ~30 us of a ~165 us keyed add). Its statements are planned with sequential scans
--- priced out (a key read went from ~4 to ~50 us on a table analysed while tiny; see _prefer_index), a setting set and
--- restored around each call (~0.5 us).
+-- with one-element arrays cost ~30 µs of a ~165 µs keyed add). Its statements are planned with sequential scans
+-- priced out (a key read went from ~4 to ~50 µs on a table analysed while tiny; see _prefer_index), a setting set and
+-- restored around each call (~0.5 µs).
 create function :PGONCE_SCHEMA._admit_one(
   p_queue text, p_name text, p_data jsonb, p_job_id text, p_dedup_id text, p_dedup_ttl_ms bigint,
   p_extend boolean, p_replace boolean, p_delay_ms bigint, p_priority integer, p_max_attempts integer,
@@ -996,7 +996,7 @@ $$;
 -- job. A job this call inserted (added, replaced) comes back as the columns the caller cannot know, comma-separated in
 -- one text (id, state, priority, max_attempts, run_at in ms, created_at in ms); any other job (a duplicate's owner, an
 -- extended one, a rejection's owner) whole, as JSON text with its id as a string. Every column of an answer costs the
--- client and the server about a us per statement (its description is sent and read with every execution).
+-- client and the server about a µs per statement (its description is sent and read with every execution).
 -- Set-returning, so that the planner inlines it.
 create function :PGONCE_SCHEMA._answer(a :PGONCE_SCHEMA.admission)
 returns table (ordinal integer, outcome text, error text, job text)
@@ -1046,7 +1046,7 @@ $$;
 -- not inside a caller's transaction, whose commit could come after the lease), the job is due now, its payload fits a
 -- NOTIFY (8000 bytes: data, backoff and trace context within 3,500 bytes leave room for jsonb's spacing and the
 -- rest), the queue is not paused, and a listed worker holds its hand-off lock. One check of the four idle slots
--- (_idle_worker_waits, ~3 us) comes before any row is read.
+-- (_idle_worker_waits, ~3 µs) comes before any row is read.
 create function :PGONCE_SCHEMA._hand_off_target(p_queue text, p_allowed boolean, p_delay_ms bigint, p_data text,
   p_backoff text, p_trace_context text) returns :PGONCE_SCHEMA.worker_listeners
 language plpgsql volatile as $$
