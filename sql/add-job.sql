@@ -5,7 +5,7 @@
 -- Otherwise add_job(). bench/README.md, "Duplicates answered in the statement". Three answer columns (no ordinal).
 -- $1 queue, $2 name, $3 data, $4 jobId, $5 key, $6 TTL ms, $7 extend, $8 replace, $9 delay ms, $10 priority,
 -- $11 max attempts, $12 backoff, $13 dependsOn (bigint[]), $14 trace context.
--- _keep_index(): the index whatever the statistics were when a session planned this (docs/architecture.md, 000018).
+-- _keep_index(): the index whatever the statistics were when a session planned this (docs/architecture.md).
 with answered as materialized (
   select 'duplicate-job-id' as outcome, o from :PGONCE_SCHEMA.jobs o
   where $4::text is not null and $13::bigint[] is null

@@ -2,7 +2,7 @@
 -- after $5 ms while attempts remain, else 'failed' (kept for inspection, and for retryJob); 'cancelled' when its
 -- cancellation was requested. The jobs_finished trigger does what follows a job's end.
 -- The job is found by primary key: "state || ''" keeps any plan from driving the update from the jobs_leases index.
--- _keep_index(): the index whatever the statistics were when a session planned this (docs/architecture.md, 000018).
+-- _keep_index(): the index whatever the statistics were when a session planned this (docs/architecture.md).
 update :PGONCE_SCHEMA.jobs j
 set state = case when j.cancel_requested_at is not null then 'cancelled'
                  when j.attempts >= j.max_attempts then 'failed'

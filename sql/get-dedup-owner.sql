@@ -1,5 +1,5 @@
 -- The owner of a dedup key while the key is held (_key_held), else no row.
--- _keep_index(): the index whatever the statistics were when a session planned this (docs/architecture.md, 000018).
+-- _keep_index(): the index whatever the statistics were when a session planned this (docs/architecture.md).
 select k.job_id as id
 from :PGONCE_SCHEMA.dedup_keys k
 join :PGONCE_SCHEMA.jobs o on o.id = k.job_id

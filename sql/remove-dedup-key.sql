@@ -1,6 +1,6 @@
 -- Deletes a dedup key whoever owns it ($3 null), or only if job $3 owns it.
 -- deleted: a row went; held: it was held at that moment (_key_held).
--- _keep_index(): the index whatever the statistics were when a session planned this (docs/architecture.md, 000018).
+-- _keep_index(): the index whatever the statistics were when a session planned this (docs/architecture.md).
 with gone as (
   delete from :PGONCE_SCHEMA.dedup_keys k
   where k.queue = $1 and k.key = $2 and ($3::bigint is null or k.job_id = $3::bigint)

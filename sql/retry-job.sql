@@ -1,7 +1,7 @@
 -- Gives failed job $2 of queue $1 a fresh run (waiting, attempts reset, its dedup key re-taken while it is live);
 -- refused (error set, nothing changed) when it is not failed, another live generation has its jobId, or another job
 -- holds its dedup key. Wakes the queue's idle workers.
--- _keep_index(): the index whatever the statistics were when a session planned this (docs/architecture.md, 000018).
+-- _keep_index(): the index whatever the statistics were when a session planned this (docs/architecture.md).
 with target as (
   select j.id, j.queue, j.job_id, j.dedup_key, j.state from :PGONCE_SCHEMA.jobs j
   where j.id = $2 and j.queue = $1 and :PGONCE_SCHEMA._keep_index(j.id) for update

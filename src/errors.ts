@@ -96,6 +96,29 @@ export class SchemaNewerError extends Error {
   }
 }
 
+/**
+ * The schema was migrated with a history of migrations this version does not continue: a migration it recorded has
+ * the number of one this version ships but another name or hash. A schema migrated before pgonce's migrations were
+ * replaced by one baseline (`000001-schema.sql` and on) is one. No upgrade path leads from it: drop the schema and
+ * migrate again (docs/sql-and-migrations.md, "Migrations"). Thrown by `migrate()`, and so by a Queue, Worker or
+ * Effects migrating on first use, before it applies anything.
+ */
+export class SchemaHistoryError extends Error {
+  override readonly name = 'SchemaHistoryError'
+  constructor(
+    readonly schema: string,
+    /** The recorded migrations' filenames from the first that differs from the one this version ships on, in order. */
+    readonly divergedMigrations: readonly string[],
+  ) {
+    const list = divergedMigrations.length > 3
+      ? `${divergedMigrations[0]}, …, ${divergedMigrations.at(-1)} (${divergedMigrations.length} migrations)`
+      : divergedMigrations.join(', ')
+    super(`pgonce: schema ${schema} was migrated with a migration history this version does not continue (${list}): ` +
+      `pgonce's migrations before its first release were replaced by one baseline, and no upgrade leads from them. ` +
+      `Drop the schema (drop schema "${schema}" cascade: its jobs go with it) and migrate again`)
+  }
+}
+
 /** The lease of a running job was taken over (expired and rescued, or the job was changed by hand). */
 export class LeaseLostError extends Error {
   override readonly name = 'LeaseLostError'

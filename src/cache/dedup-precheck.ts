@@ -14,7 +14,7 @@ interface CacheScope {
   inCallerTx: boolean
 }
 
-/** The columns sql/add-job-cached.sql adds to the answer (see _cache_key_state in migration 000006). */
+/** The columns sql/add-job-cached.sql adds to the answer (see _cache_key_state in the baseline migration). */
 interface CachedAnswerRow extends AnswerRow {
   cache_owned: boolean | null
   cache_expires_ms: number | null

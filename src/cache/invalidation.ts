@@ -1,7 +1,8 @@
 // The Redis layer's invalidation: every call that ends a cached fact holds its bucket, runs, then publishes the
 // bucket's new epoch; and the argument that no stale positive survives.
 //
-// WHY NO STALE POSITIVE SURVIVES (docs/redis.md says it in plain words; migration 000006 holds the Postgres side).
+// WHY NO STALE POSITIVE SURVIVES (docs/redis.md says it in plain words; the Postgres side is the baseline migration's
+// section "The Redis layer's invalidation").
 //
 // What is cached. An entry asserts one fact Postgres held: "key K of queue Q is held with a TTL by job J until T",
 // "effect key E is in the ledger (until T, when a ledger retention is set)", "runOnce key C is done (until T, its

@@ -41,7 +41,7 @@ function keyFact(kind: 'e' | 'c', key: string): Fact {
   return fact(kind, `${kind} ${key}`, `${kind}:`)
 }
 
-/** One SHA-256 of the identity: its first byte is the bucket (`_cache_bucket()` in migration 000006), 160 bits name it. */
+/** One SHA-256 of the identity: its first byte is the bucket (`_cache_bucket()`, baseline migration), 160 bits name it. */
 function fact(kind: FactKind, ident: string, prefix: string): Fact {
   const digest = sha256(ident)
   return { kind, ident, bucket: digest[0] as number, tail: `${prefix}${digest.subarray(0, 20).toString('base64url')}` }
@@ -49,8 +49,8 @@ function fact(kind: FactKind, ident: string, prefix: string): Fact {
 
 /**
  * The Redis keys of one schema of one database: `pgonce:{<schema>:<bucket>}:<instance>:…`, where the instance is
- * `settings.cache_instance`, drawn at random by migration 000006, so that two databases sharing a Redis and a schema
- * name never read each other's keys. The keys of a bucket share the hash tag, for the one MGET of a pre-check.
+ * `settings.cache_instance`, drawn at random when the schema was created, so that two databases sharing a Redis and a
+ * schema name never read each other's keys. The keys of a bucket share the hash tag, for the one MGET of a pre-check.
  */
 export class KeyNames {
   constructor(private readonly schema: string, private readonly instance: string) {}

@@ -32,23 +32,36 @@ function parse(filename: string, text: string): { headers: Map<string, string>; 
   return { headers, body: `${lines.slice(i).join('\n').trim()}\n` }
 }
 
-let loaded: CommittedMigration[] | undefined
+/** The 6-digit number a migration's filename starts with (graphile-migrate's `000001.sql` or `000001-message.sql`). */
+export function migrationNumber(filename: string): string | undefined {
+  return /^(\d{6})(?:-[-\w]+)?\.sql$/.exec(filename)?.[1]
+}
 
-/** The committed migrations in order; throws if a file was edited after it was committed. */
-export function committedMigrations(): CommittedMigration[] {
-  if (loaded) return loaded
-  const dir = join(PACKAGE_ROOT, 'migrations', 'committed')
-  const files = readdirSync(dir).filter((f) => /^\d{6}(-[-\w]+)?\.sql$/.test(f)).sort()
+/**
+ * The migrations of `dir` in order; throws if a file was edited after it was committed, naming the hash its body
+ * has, or if the files do not chain.
+ */
+export function readMigrations(dir: string): CommittedMigration[] {
+  const files = readdirSync(dir).filter((f) => migrationNumber(f) !== undefined).sort()
   let previous: string | null = null
-  loaded = files.map((filename) => {
+  return files.map((filename) => {
     const { headers, body } = parse(filename, readFileSync(join(dir, filename), 'utf8'))
     const declaredPrevious = headers.get('Previous') === '-' ? null : (headers.get('Previous') ?? null)
     const hash = headers.get('Hash') as string
-    if (declaredPrevious !== previous || (hashOf(body, previous) !== hash && !headers.has('AllowInvalidHash'))) {
-      throw new Error(`pgonce: migration ${filename} does not match its hash chain (edited after commit?)`)
+    const computed = hashOf(body, previous)
+    if (declaredPrevious !== previous || (computed !== hash && !headers.has('AllowInvalidHash'))) {
+      throw new Error(`pgonce: migration ${filename} does not match its hash chain (edited after commit?): ` +
+        `Previous should be ${previous ?? '-'}, and its body after that hashes to ${computed}`)
     }
     previous = hash
     return { filename, hash, body }
   })
+}
+
+let loaded: CommittedMigration[] | undefined
+
+/** The committed migrations in order; throws if a file was edited after it was committed. */
+export function committedMigrations(): CommittedMigration[] {
+  loaded ??= readMigrations(join(PACKAGE_ROOT, 'migrations', 'committed'))
   return loaded
 }

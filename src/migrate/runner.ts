@@ -5,10 +5,10 @@ import { inTransaction } from '../db/checkout.js'
 import { openPool } from '../db/connection.js'
 import { checkSchema } from '../db/identifiers.js'
 import { fillPlaceholders } from '../db/sql-files.js'
-import { SchemaNewerError } from '../errors.js'
+import { SchemaHistoryError, SchemaNewerError } from '../errors.js'
 import { checkLogger, type Logger } from '../logger.js'
 import { checkOptions } from '../validate.js'
-import { committedMigrations } from './migrations.js'
+import { type CommittedMigration, committedMigrations, migrationNumber } from './migrations.js'
 
 export interface MigrateOptions extends ConnectionOptions {
   /** Schema holding pgonce's tables. (Default: `'pgonce'`) */
@@ -20,9 +20,31 @@ export interface MigrateOptions extends ConnectionOptions {
 const OPTION_KEYS = ['connectionString', 'pool', 'schema', 'logger'] as const
 
 /**
+ * Throws, before anything is applied, when the recorded migrations are not a beginning of the shipped ones: a
+ * SchemaHistoryError when one has the number of a shipped migration but another name or hash (another history: the
+ * one before the baseline, or a baseline changed before release), a SchemaNewerError when the others include
+ * migrations this version does not ship (a newer pgonce migrated the schema: this version's statements may call
+ * what those changed).
+ */
+function checkHistory(schema: string, recorded: { filename: string; hash: string }[], shipped: CommittedMigration[]): void {
+  const byNumber = new Map(shipped.map((m) => [migrationNumber(m.filename), m]))
+  const inOrder = [...recorded].sort((a, b) => (a.filename < b.filename ? -1 : 1))
+  const fork = inOrder.findIndex((r) => {
+    const m = byNumber.get(migrationNumber(r.filename))
+    return m !== undefined && (m.filename !== r.filename || m.hash !== r.hash)
+  })
+  // Everything recorded from the first foreign migration on belongs to the other history.
+  if (fork >= 0) throw new SchemaHistoryError(schema, inOrder.slice(fork).map((r) => r.filename))
+  const names = new Set(shipped.map((m) => m.filename))
+  const unknown = inOrder.map((r) => r.filename).filter((f) => !names.has(f))
+  if (unknown.length > 0) throw new SchemaNewerError(schema, unknown)
+}
+
+/**
  * Brings `schema` up to date. Idempotent and safe when many processes call it
  * at once: they queue on an advisory lock held until their transaction ends.
- * Throws a SchemaNewerError, applying nothing, when a newer pgonce migrated the schema.
+ * Throws a SchemaNewerError, applying nothing, when a newer pgonce migrated the schema, and a SchemaHistoryError
+ * when it was migrated with another history (the migrations before pgonce's baseline).
  * Applied migrations are recorded in `<schema>.migrations`, apart from any
  * graphile-migrate history of your own.
  */
@@ -40,12 +62,10 @@ export async function migrate(options: MigrateOptions): Promise<{ applied: strin
         `create schema if not exists :PGONCE_SCHEMA;
          create table if not exists :PGONCE_SCHEMA.migrations (
            filename text primary key, hash text not null, applied_at timestamptz not null default now())`, schema))
-      const done = await client.query<{ filename: string }>(fillPlaceholders('select filename from :PGONCE_SCHEMA.migrations', schema))
+      const done = await client.query<{ filename: string; hash: string }>(
+        fillPlaceholders('select filename, hash from :PGONCE_SCHEMA.migrations', schema))
+      checkHistory(schema, done.rows, migrations)
       const have = new Set(done.rows.map((r) => r.filename))
-      // A newer pgonce migrated this schema: this version's statements may call what its migrations changed.
-      const shipped = new Set(migrations.map((m) => m.filename))
-      const unknown = [...have].filter((f) => !shipped.has(f)).sort()
-      if (unknown.length > 0) throw new SchemaNewerError(schema, unknown)
       for (const m of migrations) {
         if (have.has(m.filename)) continue
         await client.query(fillPlaceholders(m.body, schema))

@@ -16,7 +16,7 @@
 // hand, or superseded by a replace) takes its key rows and its dependency edges (both ways) with it; if it had not
 // completed, its dependents still in waiting-children fail first ('dependency <id> was removed').
 //
-// Where the docs are silent the model follows add_job() (migrations/committed/000004-one-home-for-every-rule.sql), and
+// Where the docs are silent the model follows add_job() (migrations/committed/000001-baseline.sql), and
 // says so:
 //  - a dependsOn naming a job that does not exist is rejected before the jobId rule is looked at;
 //  - every dependency edge is recorded, blocking or not: a live job whose dependsOn named the owner is a "live
