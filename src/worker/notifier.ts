@@ -192,7 +192,7 @@ export class Notifier {
         const kind = err instanceof SetupError ? 'unheard' : 'failed'
         this.report(kind, err as Error)
         if (kind === 'unheard') this.retryMs = PROBE_RETRY_MS
-        this.logger.warn({ err }, 'pgonce: LISTEN connection failed; polling until it is back')
+        if (!this.stopped) this.logger.warn({ err }, 'pgonce: LISTEN connection failed; polling until it is back')
         client.removeAllListeners('end')
         await client.end().catch(() => {})
         return false
