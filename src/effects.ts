@@ -9,8 +9,8 @@ import { EffectsCache } from './cache/effects-precheck.js'
 import { type RedisOption, checkRedisOption } from './cache/redis-client.js'
 import { Counters } from './counters.js'
 import { countInto } from './telemetry/metrics.js'
-import type { ConnectionOptions } from './db/connection.js'
-import { openPool } from './db/connection.js'
+import { CONNECTION_OPTION_KEYS, type ConnectionOptions, openPool } from './db/connection.js'
+import { closeWithin, type PgoncePool } from './db/pool.js'
 import { type Execute, type Transactional, executorFor } from './db/executor.js'
 import { checkSchema } from './db/identifiers.js'
 import { sqlFor } from './db/sql-files.js'
@@ -56,7 +56,7 @@ export type EffectOutcome = RunOnceOutcome | 'claim-lost' | 'recorded'
 /** Default `claimTtl`: five minutes. */
 export const DEFAULT_CLAIM_TTL_MS = 300_000
 
-const OPTION_KEYS = ['connectionString', 'pool', 'schema', 'logger', 'migrate', 'poolSize', 'preparedStatements', 'redis'] as const
+const OPTION_KEYS = [...CONNECTION_OPTION_KEYS, 'schema', 'logger', 'migrate', 'poolSize', 'preparedStatements', 'redis'] as const
 const RUN_ONCE_KEYS = ['claimTtl', 'doneTtl'] as const
 /** A claim read that finds the row gone or expired retries the claim; this bounds a pathological loop. */
 const MAX_CLAIM_ROUNDS = 100
@@ -78,7 +78,10 @@ export class Effects {
   readonly #logger: Logger
   readonly #ready: SchemaReady
   private readonly ownsCache: boolean
-  private readonly ownsPool: boolean
+  /** The pool pgonce opened (and ends), null for yours. */
+  readonly #owned: PgoncePool | null
+  /** How long close() may take (docs/operations.md, "Bounded waits"). */
+  readonly #closeBoundMs: number
   private readonly named: boolean
   private closed = false
 
@@ -91,9 +94,10 @@ export class Effects {
     const migrateOnFirstUse = opts.migrate === undefined || checkBoolean(opts.migrate, 'options.migrate')
     this.named = opts.preparedStatements === undefined || checkBoolean(opts.preparedStatements, 'options.preparedStatements')
     this.#logger = checkLogger(opts.logger, 'options.logger').child({ component: 'pgonce.effects' })
-    const { pool, owned } = openPool(opts, this.#logger, poolSize)
+    const { pool, owned, bounds } = openPool(opts, this.#logger, poolSize)
     this.#pool = pool
-    this.ownsPool = owned
+    this.#owned = owned
+    this.#closeBoundMs = bounds.answerMs
     this.#ready = new SchemaReady(pool, this.schema, this.#logger, migrateOnFirstUse)
     const redis = checkRedisOption(opts.redis, 'options.redis')
     const cache = shared?.cache ?? (redis === undefined ? undefined : new Cache({ redis, pool, schema: this.schema, named: this.named, logger: this.#logger }))
@@ -192,13 +196,18 @@ export class Effects {
     this.#cache?.rememberEffect(key)
   }
 
-  /** Ends the pool pgonce opened (a pool you passed in is left open). */
+  /**
+   * Ends the pool pgonce opened (a pool you passed in is left open). Calls in flight get `statementTimeoutMs` + 2 s to
+   * finish; then their connections are dropped (they fail), and close() returns within a second whatever the server does.
+   */
   async close(): Promise<void> {
     if (this.closed) return
     this.closed = true
-    await this.#ready.settle()
-    if (this.ownsCache) await this.#cache?.cache.close()
-    if (this.ownsPool) await this.#pool.end()
+    await closeWithin(this.#closeBoundMs, async () => {
+      await this.#ready.settle()
+      if (this.ownsCache) await this.#cache?.cache.close()
+      await this.#owned?.end()
+    }, () => this.#owned?.abandon())
   }
 
   /** Takes the claim (null), or says why not; loops while the holder vanishes or expires between the two reads. */

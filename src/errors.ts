@@ -72,10 +72,58 @@ export class QueryTimeoutError extends Error {
   }
 }
 
-/** The error to throw for a driver error: a timeout as a {@link QueryTimeoutError}, anything else as it is. */
-export function typedDatabaseError(err: unknown, statement: string): unknown {
-  const code = (err as { code?: unknown } | null)?.code
-  return code === '55P03' || code === '57014' ? new QueryTimeoutError(code, statement, err) : err
+/** What pgonce waited for too long: a new connection, a free one of its pool, or a statement's answer. */
+export type DatabaseTimeoutCode = 'CONNECT_TIMEOUT' | 'POOL_TIMEOUT' | 'ANSWER_TIMEOUT'
+
+/**
+ * pgonce gave up waiting for the database (docs/operations.md, "Bounded waits"): no connection within
+ * `connectTimeoutMs` (`CONNECT_TIMEOUT`), every connection of its pool busy for that long (`POOL_TIMEOUT`), or no
+ * answer to a statement within `statementTimeoutMs` and its grace (`ANSWER_TIMEOUT`: the server did not even stop the
+ * statement, so it may still have been written; the connection is dropped). Retry the call: a jobId or a dedup key
+ * makes a retried add safe.
+ */
+export class DatabaseTimeoutError extends Error {
+  override readonly name = 'DatabaseTimeoutError'
+  constructor(
+    readonly code: DatabaseTimeoutCode,
+    /** The server waited for, `host:port` (never a connection string). */
+    readonly server: string,
+    /** The bound that ran out, in ms. */
+    readonly timeoutMs: number,
+    /** The statement (its sql/ file's name) whose answer did not come, or null. */
+    readonly statement: string | null,
+    /** The driver's error. */
+    override readonly cause: unknown,
+  ) {
+    super(`pgonce: ${server} ${code === 'CONNECT_TIMEOUT' ? 'did not accept a connection'
+      : code === 'POOL_TIMEOUT' ? 'kept every connection of the pool busy' : `did not answer statement ${statement ?? 'sql'}`} ` +
+      `within ${timeoutMs} ms (${code === 'ANSWER_TIMEOUT' ? 'statementTimeoutMs and its grace; whether it was written is unknown' : 'connectTimeoutMs'})`)
+  }
+}
+
+/** Which part of pgonce's set-up the database refused. */
+export type SetupCode = 'PREPARED_STATEMENTS' | 'NOT_MIGRATED' | 'STARTUP_PARAMETER' | 'LISTEN_UNHEARD'
+
+/**
+ * The database refused pgonce because of how it is set up, not because of the call; `fix` names the option or command
+ * that mends it: named prepared statements behind a transaction-mode pooler (`PREPARED_STATEMENTS`), a schema not
+ * migrated with `migrate: false` (`NOT_MIGRATED`), a pooler refusing the session settings pgonce sends at connect
+ * (`STARTUP_PARAMETER`), a LISTEN connection that hears no NOTIFY (`LISTEN_UNHEARD`, a Worker's `'error'` event).
+ */
+export class SetupError extends Error {
+  override readonly name = 'SetupError'
+  constructor(
+    readonly code: SetupCode,
+    /** What to change. */
+    readonly fix: string,
+    /** The SQLSTATE of the database's refusal, or null. */
+    readonly sqlstate: string | null,
+    /** The driver's error, if there was one. */
+    override readonly cause: unknown,
+    what: string,
+  ) {
+    super(`pgonce: ${what}; ${fix}`)
+  }
 }
 
 /**

@@ -5,7 +5,7 @@ import { setTimeout as delay } from 'node:timers/promises'
 import type pg from 'pg'
 import type { ConnectionOptions } from './db/connection.js'
 import { inTransaction } from './db/checkout.js'
-import { openPool } from './db/connection.js'
+import { CONNECTION_OPTION_KEYS, openPool } from './db/connection.js'
 import { checkSchema } from './db/identifiers.js'
 import { sqlFor } from './db/sql-files.js'
 import { type Logger, checkLogger } from './logger.js'
@@ -42,7 +42,7 @@ export interface MaintenanceResult {
 
 /** Rows a batch changes unless runMaintenance's `batchSize` says otherwise; a Worker's housekeeping uses it too. */
 export const DEFAULT_BATCH_SIZE = 1000
-const OPTION_KEYS = ['connectionString', 'pool', 'schema', 'batchSize', 'logger', 'signal'] as const
+const OPTION_KEYS = [...CONNECTION_OPTION_KEYS, 'schema', 'batchSize', 'logger', 'signal'] as const
 /** A call stops after this many full batches of one kind, so that it stays bounded; the next call goes on. */
 const MAX_ROUNDS = 50
 
@@ -64,7 +64,7 @@ export async function runMaintenance(options: MaintenanceOptions): Promise<Maint
   try {
     return await housekeepingRound(pool, schema, logger, { batchSize, ...(opts.signal === undefined ? {} : { signal: opts.signal }) })
   } finally {
-    if (owned) await pool.end()
+    await owned?.end()
   }
 }
 

@@ -2,7 +2,7 @@
 
 import type { JobOptions } from './admission/request.js'
 import { type RedisOption, checkRedisOption } from './cache/redis-client.js'
-import type { ConnectionOptions } from './db/connection.js'
+import { CONNECTION_OPTION_KEYS, type ConnectionOptions } from './db/connection.js'
 import type { Transactional } from './db/executor.js'
 import { checkSchema } from './db/identifiers.js'
 import type { AddOutcome, JobState } from './job.js'
@@ -55,7 +55,7 @@ export type JobCounts = Record<JobState, number>
 /** The outcomes of adds, counted since the Queue was made. */
 export type AddOutcomeCounts = Partial<Record<AddOutcome, number>>
 
-const QUEUE_OPTION_KEYS = ['connectionString', 'pool', 'schema', 'logger', 'migrate', 'maxDataBytes', 'poolSize', 'preparedStatements', 'redis'] as const
+const QUEUE_OPTION_KEYS = [...CONNECTION_OPTION_KEYS, 'schema', 'logger', 'migrate', 'maxDataBytes', 'poolSize', 'preparedStatements', 'redis'] as const
 
 /** A Queue's options, checked, with the defaults filled in. */
 export interface ResolvedQueueOptions {

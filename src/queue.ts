@@ -12,6 +12,7 @@ import { keyedAdmission } from './cache/dedup-precheck.js'
 import { dedupFact } from './cache/keys.js'
 import { Counters } from './counters.js'
 import { openPool } from './db/connection.js'
+import { closeWithin, type PgoncePool } from './db/pool.js'
 import { type Execute, type Transactional, executorFor } from './db/executor.js'
 import { checkQueueName } from './db/identifiers.js'
 import { prepared } from './db/prepared.js'
@@ -50,7 +51,10 @@ export class Queue<Data = unknown> implements JobOwner {
   readonly #pool: pg.Pool
   readonly #logger: Logger
   readonly #ready: SchemaReady
-  private readonly ownsPool: boolean
+  /** The pool pgonce opened (and ends), null for yours. */
+  readonly #owned: PgoncePool | null
+  /** How long close() may take (docs/operations.md, "Bounded waits"). */
+  readonly #closeBoundMs: number
   private readonly maxDataBytes: number
   private readonly named: boolean
   private closed = false
@@ -63,9 +67,10 @@ export class Queue<Data = unknown> implements JobOwner {
     this.maxDataBytes = opts.maxDataBytes
     this.named = opts.named
     this.#logger = opts.logger
-    const { pool, owned } = openPool(opts.connection, this.#logger, opts.poolSize)
+    const { pool, owned, bounds } = openPool(opts.connection, this.#logger, opts.poolSize)
     this.#pool = pool
-    this.ownsPool = owned
+    this.#owned = owned
+    this.#closeBoundMs = bounds.answerMs
     this.#ready = new SchemaReady(pool, this.schema, this.#logger, opts.migrate)
     this.#cache = opts.redis === undefined ? undefined : new Cache({ redis: opts.redis, pool, schema: this.schema, named: this.named, logger: this.#logger })
     this.cacheOutcomes = this.#cache?.outcomes ?? new Counters<CacheOutcome>()
@@ -246,13 +251,18 @@ export class Queue<Data = unknown> implements JobOwner {
     return listSchedulers<Data>(await this.executor(undefined), this.schema, this.name)
   }
 
-  /** Ends the pool pgonce opened (a pool you passed in is left open). */
+  /**
+   * Ends the pool pgonce opened (a pool you passed in is left open). Calls in flight get `statementTimeoutMs` + 2 s to
+   * finish; then their connections are dropped (they fail), and close() returns within a second whatever the server does.
+   */
   async close(): Promise<void> {
     if (this.closed) return
     this.closed = true
-    await this.#ready.settle()
-    await this.#cache?.close()
-    if (this.ownsPool) await this.#pool.end()
+    await closeWithin(this.#closeBoundMs, async () => {
+      await this.#ready.settle()
+      await this.#cache?.close()
+      await this.#owned?.end()
+    }, () => this.#owned?.abandon())
   }
 
   private async removeKey(key: string, jobId: string | null, tx: Transactional | undefined): Promise<{ deleted: boolean; held: boolean }> {

@@ -255,6 +255,10 @@ describe('validation', () => {
       [construct('q', { pool: null }), 'INVALID_TYPE', 'options.pool'],
       [construct('q', { connectionString: cs, logger: console.log }), 'INVALID_TYPE', 'options.logger'],
       [construct('q', { connectionString: cs, logger: { info() {} } }), 'INVALID_TYPE', 'options.logger'],
+      [construct('q', { connectionString: cs, connectTimeoutMs: 0 }), 'OUT_OF_RANGE', 'options.connectTimeoutMs'],
+      [construct('q', { connectionString: cs, connectTimeoutMs: '5s' }), 'INVALID_TYPE', 'options.connectTimeoutMs'],
+      [construct('q', { connectionString: cs, statementTimeoutMs: 2 ** 31 }), 'OUT_OF_RANGE', 'options.statementTimeoutMs'],
+      [construct('q', { pool: probePool, statementTimeoutMs: 1000 }), 'CONFLICTING_OPTIONS', 'options.statementTimeoutMs'],
     ]
     for (const [call, code, field] of cases) {
       let err: unknown

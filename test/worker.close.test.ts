@@ -79,4 +79,20 @@ describe('Worker.close()', () => {
     expect(await storedJob(db, job.id)).toMatchObject({ state: 'waiting', attempts: 0, locked_until: null })
     await queue.close()
   })
+
+  it('returns within closeTimeoutMs + statementTimeoutMs + 3 s when a handler ignores ctx.signal inside ctx.transaction; its job waits for the rescue', async () => {
+    const queue = new Queue('close-held', { connectionString: db.url, schema: db.schema, migrate: false })
+    const job = await queue.add('held', {})
+    const worker = new Worker('close-held', async (_job, ctx) => {
+      // Holds a connection of the worker's pool for good: the pool can never end by itself.
+      await ctx.transaction(() => new Promise(() => {}))
+    }, { connectionString: db.url, schema: db.schema, closeTimeoutMs: 200, statementTimeoutMs: 500, maintenanceIntervalMs: 0, migrate: false })
+    worker.on('error', () => {})
+    await waitFor(async () => (await storedJob(db, job.id)).state === 'active', 10_000, 'the job to start')
+    const t0 = Date.now()
+    await worker.close()
+    expect(Date.now() - t0).toBeLessThan(200 + 500 + 3_000 + 1_500)
+    expect(await storedJob(db, job.id)).toMatchObject({ state: 'active', attempts: 1 })
+    await queue.close()
+  })
 })

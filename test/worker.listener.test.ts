@@ -1,8 +1,9 @@
-// Wake-ups: a job added to an idle queue starts on NOTIFY, long before the poll; a killed LISTEN connection is replaced and the next job still starts promptly.
+// Wake-ups: a job added to an idle queue starts on NOTIFY, long before the poll; a killed LISTEN connection is reported on
+// 'error' and replaced, and the next job still starts promptly.
 
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { Queue, Worker } from '../src/index.js'
+import { type Logger, Queue, Worker } from '../src/index.js'
 import { type TestSchema, freshSchema } from './support/schema.js'
 import { waitFor } from './fixtures/worker-helpers.js'
 
@@ -105,6 +106,33 @@ describe('Worker wake-ups', () => {
       await client.end()
       await worker.close()
       await queue.close()
+    }
+  })
+
+  it("a killed LISTEN connection is reported on 'error' once per outage, at error level without a listener, and replaced", async () => {
+    const logged: string[] = []
+    const logger: Logger = { debug: () => {}, info: () => {}, warn: () => {}, child: () => logger,
+      error: (o: string | object) => void logged.push((o as { err?: Error }).err?.message ?? '') }
+    const quiet = new Worker('listen-lost', async () => {}, { connectionString: db.url, schema: db.schema, maintenanceIntervalMs: 0, migrate: false, logger })
+    const worker = new Worker('listen-lost', async () => {}, { connectionString: db.url, schema: db.schema, maintenanceIntervalMs: 0, migrate: false })
+    const errors: Error[] = []
+    worker.on('error', (err) => errors.push(err))
+    try {
+      await Promise.all([worker.run(), quiet.run()])
+      for (const w of [worker, quiet]) {
+        const oldPid = await waitFor(() => listenerBackend(w), 5_000, 'the LISTEN backend')
+        // Found by its application_name, as an operator would: pgonce-listener <worker id>.
+        const { rows } = await db.pool.query<{ ok: boolean }>('select pg_terminate_backend($1) as ok', [oldPid])
+        expect(rows[0]!.ok).toBe(true)
+        await waitFor(async () => {
+          const pid = await listenerBackend(w)
+          return pid !== undefined && pid !== oldPid && w.listenerPid === pid
+        }, 10_000, 'a new LISTEN backend')
+      }
+      expect(errors.map((e) => e.message)).toEqual([expect.stringMatching(/LISTEN connection was lost \(terminating connection/)])
+      expect(logged).toEqual([expect.stringMatching(/LISTEN connection was lost/)])
+    } finally {
+      await Promise.all([worker.close(), quiet.close()])
     }
   })
 })

@@ -111,7 +111,7 @@ export class Cache implements CacheState {
     // Keepalives (in listenConfig): a silently dropped connection must be noticed, for the cache stops answering only
     // once it is.
     const config = listenConfig(this.setup.pool, this.setup.listenConnectionString ?? null, `pgonce-cache ${this.schema} ${process.pid}`)
-    const notify = (payload: string) => this.execute(sqlFor('cache-probe', this.schema), [payload])
+    const notify = (payload: string) => this.execute(sqlFor('notify-probe', this.schema), [payload])
     this.listener = new EpochListener(config, channelOf(this.schema), this.schema, handle.client, names, this.gate,
       this.clock, notify, this.logger)
     this.listener.start()

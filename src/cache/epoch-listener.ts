@@ -1,8 +1,9 @@
 // The cache layer's LISTEN connection: the epoch of every bucket as Postgres last said, kept current by '!cache' NOTIFYs, re-read after every reconnect.
 
-import { randomBytes } from 'node:crypto'
-import pg from 'pg'
+import type pg from 'pg'
+import { PgonceClient } from '../db/client.js'
 import { prepareListenSession } from '../db/listen-config.js'
+import { NotifyProbe, PROBE_RETRY_MS } from '../db/notify-probe.js'
 import { sqlFor } from '../db/sql-files.js'
 import type { Logger } from '../logger.js'
 import { FAILED, type RedisGate } from './breaker.js'
@@ -19,9 +20,6 @@ const POLL_MS = 30_000
 const RETRY_MS = 1_000
 /** At most one invalidate_cache per this long per process; epochs going back again sooner stop the use of Redis. */
 const INVALIDATE_EVERY_MS = 60_000
-/** How long a sync waits for its own probe NOTIFY, and how long it waits to try again when none came. */
-const PROBE_MS = 2_000
-const PROBE_RETRY_MS = 30_000
 /** Background Redis commands (the epoch copies, the checks at a sync) may take this long. */
 const BACKGROUND_TIMEOUT_MS = 500
 
@@ -58,8 +56,8 @@ export class EpochListener {
   private resyncWanted = false
   /** Epochs heard by NOTIFY, to copy into Redis in one call (a bump of every bucket sends 256 NOTIFYs at once). */
   private readonly toCopy = new Map<number, number>()
-  /** Probes sent and not heard yet. */
-  private readonly probes = new Map<string, () => void>()
+  /** Whether NOTIFYs from other connections reach this LISTEN. */
+  private readonly probe: NotifyProbe
 
   constructor(
     private readonly config: pg.ClientConfig,
@@ -72,7 +70,10 @@ export class EpochListener {
     /** Sends `payload` as a NOTIFY on the channel from another connection (pgonce's pool). */
     private readonly notifyFromPool: (payload: string) => Promise<unknown>,
     private readonly logger: Logger,
-  ) {}
+  ) {
+    // A probe that cannot be sent counts as unheard: the layer stays off Redis until the next sync.
+    this.probe = new NotifyProbe('!cache probe ', (payload) => notifyFromPool(payload).catch(() => {}))
+  }
 
   /** True while the epochs below are current (see the class comment). */
   get synced(): boolean {
@@ -110,12 +111,13 @@ export class EpochListener {
 
   private async connect(): Promise<void> {
     if (this.stopped) return
-    const client = new pg.Client(this.config)
+    const client = new PgonceClient(this.config)
     // Every connection pgonce opens has an 'error' listener for its whole life.
     client.on('error', (err) => this.lost(client, err))
     client.on('end', () => this.lost(client, undefined))
     client.on('notification', (msg) => {
-      if (msg.channel === this.channel && msg.payload?.startsWith('!cache ')) this.notified(msg.payload.slice(7))
+      if (msg.channel !== this.channel || msg.payload === undefined || this.probe.heard(msg.payload)) return
+      if (msg.payload.startsWith('!cache ')) this.notified(msg.payload.slice(7))
     })
     try {
       await client.connect()
@@ -142,10 +144,6 @@ export class EpochListener {
   }
 
   private notified(rest: string): void {
-    if (rest.startsWith('probe ')) {
-      this.probes.get(rest)?.()
-      return
-    }
     if (rest === '*') {
       // Every bucket was bumped (invalidate_cache): nothing is answered from Redis until the new epochs are read.
       this.resync(true)
@@ -195,24 +193,8 @@ export class EpochListener {
     }
   }
 
-  /** Whether a NOTIFY sent from another connection reaches this LISTEN within PROBE_MS. */
-  private async hears(): Promise<boolean> {
-    const token = `probe ${randomBytes(6).toString('hex')}`
-    const heard = new Promise<boolean>((resolve) => {
-      const timer = setTimeout(() => resolve(false), PROBE_MS)
-      this.probes.set(token, () => {
-        clearTimeout(timer)
-        resolve(true)
-      })
-    })
-    await this.notifyFromPool(`!cache ${token}`).catch(() => {})
-    const answer = await heard
-    this.probes.delete(token)
-    return answer
-  }
-
   private async syncOnce(): Promise<void> {
-    if (!(await this.hears())) {
+    if (!(await this.probe.hears())) {
       this.syncedNow = false
       this.logger.error({ channel: this.channel }, 'pgonce: the cache listener does not hear NOTIFYs sent from other connections '
         + '(a transaction-mode pooler?); answering from Postgres only (docs/redis.md)')

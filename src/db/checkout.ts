@@ -1,6 +1,7 @@
 // Checks a client out of a pool with an 'error' listener for as long as pgonce holds it, and runs transactions on it.
 
 import type pg from 'pg'
+import { DatabaseTimeoutError } from '../errors.js'
 import type { Logger } from '../logger.js'
 
 /**
@@ -66,8 +67,12 @@ export function inTransaction<T>(pool: pg.Pool, logger: Logger, fn: (client: pg.
   })
 }
 
-/** A failure of the connection rather than of a statement: SQLSTATE class 08 or 57P, or none at all from pg itself. */
+/**
+ * A failure of the connection rather than of a statement: SQLSTATE class 08 or 57P, a wait that ran out (the statement
+ * may have been written, its answer lost), or none at all from pg itself.
+ */
 export function isConnectionError(err: unknown): boolean {
+  if (err instanceof DatabaseTimeoutError) return true
   const code = (err as { code?: unknown } | null)?.code
   if (typeof code === 'string') return code.startsWith('08') || code.startsWith('57P')
   const message = (err as { message?: unknown } | null)?.message

@@ -1,10 +1,9 @@
 // Reduces every accepted `tx` (pg Pool, PoolClient or Client, Kysely or Kysely Transaction) to one `execute`.
 
 import { randomBytes } from 'node:crypto'
-import { typedDatabaseError } from '../errors.js'
 import { fail } from '../validate.js'
+import { databaseError } from './database-errors.js'
 import type { PreparedQuery } from './prepared.js'
-import { statementName } from './sql-files.js'
 
 /**
  * Runs one statement with bound parameters and resolves to its rows. A named
@@ -79,13 +78,13 @@ export function executorFor(tx: unknown, field = 'opts.tx', named = true): Execu
   return fail('INVALID_TYPE', field, 'must be a pg Pool, PoolClient or Client, or a Kysely instance or transaction')
 }
 
-/** `execute`, with a statement stopped by lock_timeout or statement_timeout thrown as a QueryTimeoutError. */
+/** `execute`, with the driver's errors translated (src/db/database-errors.ts): on your connections too. */
 function typed(execute: Execute): Execute {
   return async <R extends object>(query: string | PreparedQuery, values: readonly unknown[]) => {
     try {
       return await execute<R>(query, values)
     } catch (err) {
-      throw typedDatabaseError(err, statementName(typeof query === 'string' ? query : query.text))
+      throw databaseError(err, { text: typeof query === 'string' ? query : query.text })
     }
   }
 }

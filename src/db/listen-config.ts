@@ -1,17 +1,21 @@
 // The settings of a dedicated LISTEN connection (a Worker's notifier, the Redis layer's epoch listener).
 
 import type pg from 'pg'
+import { ANSWER_GRACE_MS, DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_STATEMENT_TIMEOUT_MS } from './connection.js'
 import { sqlFor } from './sql-files.js'
 
 /**
  * The pool's own settings (or `connectionString` when the connection must go elsewhere, e.g. straight to PostgreSQL
- * past a transaction-mode pooler), named `applicationName`, with keepalives so that a silently dropped connection is
- * noticed.
+ * past a transaction-mode pooler, with the pool's bounds and session options), named `applicationName`, with
+ * keepalives so that a silently dropped connection is noticed, and bounded waits whatever the pool sets: a connect and
+ * an answer that never come fail (docs/operations.md, "Bounded waits").
  */
 export function listenConfig(pool: pg.Pool, connectionString: string | null, applicationName: string): pg.ClientConfig {
+  const options = (pool as unknown as { options: pg.ClientConfig }).options
   return {
-    connectionTimeoutMillis: 10_000,
-    ...(connectionString === null ? (pool as unknown as { options: pg.ClientConfig }).options : { connectionString }),
+    ...(connectionString === null ? options : { connectionString, options: options.options }),
+    connectionTimeoutMillis: options.connectionTimeoutMillis || DEFAULT_CONNECT_TIMEOUT_MS,
+    query_timeout: options.query_timeout || DEFAULT_STATEMENT_TIMEOUT_MS + ANSWER_GRACE_MS,
     application_name: applicationName,
     keepAlive: true,
     keepAliveInitialDelayMillis: 10_000,

@@ -27,7 +27,13 @@ export function fillPlaceholders(text: string, schema: string): string {
 }
 
 const cache = new Map<string, string>()
-const names = new Map<string, string>()
+const statements = new Map<string, Statement>()
+
+/** Which of pgonce's statements a text is: its sql/ file and the schema it was filled in for. */
+export interface Statement {
+  name: string
+  schema: string
+}
 
 /** The text of `sql/<name>.sql` for one schema. */
 export function sqlFor(name: string, schema: string): string {
@@ -36,12 +42,12 @@ export function sqlFor(name: string, schema: string): string {
   if (text === undefined) {
     text = fillPlaceholders(readFileSync(join(PACKAGE_ROOT, 'sql', `${name}.sql`), 'utf8'), schema)
     cache.set(key, text)
-    names.set(text, name)
+    statements.set(text, { name, schema })
   }
   return text
 }
 
-/** The sql/ file a statement text came from (for errors), or 'sql' for text pgonce did not read from there. */
-export function statementName(text: string): string {
-  return names.get(text) ?? 'sql'
+/** The sql/ file and schema of a statement text (for errors), or null for text pgonce did not read from there. */
+export function statementOf(text: string | undefined): Statement | null {
+  return (text === undefined ? undefined : statements.get(text)) ?? null
 }

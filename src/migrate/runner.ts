@@ -2,7 +2,7 @@
 
 import type { ConnectionOptions } from '../db/connection.js'
 import { inTransaction } from '../db/checkout.js'
-import { openPool } from '../db/connection.js'
+import { CONNECTION_OPTION_KEYS, openPool } from '../db/connection.js'
 import { checkSchema } from '../db/identifiers.js'
 import { fillPlaceholders } from '../db/sql-files.js'
 import { SchemaHistoryError, SchemaNewerError } from '../errors.js'
@@ -17,7 +17,7 @@ export interface MigrateOptions extends ConnectionOptions {
   logger?: Logger
 }
 
-const OPTION_KEYS = ['connectionString', 'pool', 'schema', 'logger'] as const
+const OPTION_KEYS = [...CONNECTION_OPTION_KEYS, 'schema', 'logger'] as const
 
 /**
  * Throws, before anything is applied, when the recorded migrations are not a beginning of the shipped ones: a
@@ -74,7 +74,7 @@ export async function migrate(options: MigrateOptions): Promise<{ applied: strin
       }
     })
   } finally {
-    if (owned) await pool.end()
+    await owned?.end()
   }
   if (applied.length > 0) logger.info({ schema, applied }, 'pgonce: migrations applied')
   return { applied }

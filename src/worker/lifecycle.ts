@@ -2,6 +2,7 @@
 // the order, which is what keeps a start from missing an add and a close from losing or double-running a job.
 
 import type pg from 'pg'
+import type { PgoncePool } from '../db/pool.js'
 import type { Cache } from '../cache/cache.js'
 import type { Effects } from '../effects.js'
 import type { Logger } from '../logger.js'
@@ -16,7 +17,8 @@ import type { StepBatcher } from './step-batcher.js'
 
 export interface WorkerParts<Data, Result> {
   pool: pg.Pool
-  ownsPool: boolean
+  /** The pool pgonce opened (and ends), null for yours. */
+  owned: PgoncePool | null
   schema: string
   cache: Cache | undefined
   effects: Effects
@@ -71,5 +73,12 @@ export async function stopParts<Data, Result>(p: WorkerParts<Data, Result>, wasR
   await p.notifier.stop()
   await p.effects.close()
   await p.cache?.close()
-  if (p.ownsPool) await p.pool.end()
+  await p.owned?.end()
+}
+
+/** A close that ran out of time: the LISTEN connection and the pool's connections are dropped, what waits on them fails. */
+export function abandonParts<Data, Result>(p: WorkerParts<Data, Result>, logger: Logger): void {
+  logger.warn('pgonce: close ran out of time; dropping the connections (jobs not given back are rescued after their lease)')
+  p.notifier.abandon()
+  p.owned?.abandon()
 }

@@ -1,8 +1,11 @@
 // One dedicated LISTEN connection per worker: wake-ups and hand-offs by NOTIFY, the idle slot that asks adds to send them, reconnection with backoff.
 
-import pg from 'pg'
+import type pg from 'pg'
+import { PgonceClient } from '../db/client.js'
 import { prepareListenSession } from '../db/listen-config.js'
+import { NotifyProbe, PROBE_RETRY_MS, PROBE_WAIT_MS } from '../db/notify-probe.js'
 import { sqlFor } from '../db/sql-files.js'
+import { SetupError } from '../errors.js'
 import type { Logger } from '../logger.js'
 
 export interface NotifierEvents {
@@ -13,12 +16,18 @@ export interface NotifierEvents {
    * the old session lost (give them back, then call readyForHandOffs).
    */
   onReconnect(): void
-  /** The connection failed or dropped (reported once per outage). */
+  /** The connection failed, dropped, or hears no NOTIFY (reported once per outage, and once more if its cause changes). */
   onError(err: Error): void
 }
 
 const FIRST_RETRY_MS = 50
 const MAX_RETRY_MS = 5_000
+/**
+ * How often the LISTEN connection must answer a `select 1` (within connectTimeoutMs). Idle, it sends nothing: behind a
+ * proxy gone silent it would look alive forever, while its server session keeps the idle slot and adds hand it jobs
+ * that never arrive. A ping that goes unanswered drops it; the new session gives those hand-offs back.
+ */
+const PING_MS = 5_000
 
 /** Who the worker is, for the listeners that plain adds hand jobs to (migration 000008). */
 export interface Listing {
@@ -41,9 +50,12 @@ interface Slot {
  * advertises again when it next sleeps.
  */
 export class Notifier {
-  private client: pg.Client | null = null
+  private client: PgonceClient | null = null
+  /** The connection being opened, if any (stop() drops it). */
+  private opening: PgonceClient | null = null
   private retryMs = FIRST_RETRY_MS
   private timer: NodeJS.Timeout | undefined
+  private pingTimer: NodeJS.Timeout | undefined
   private stopped = false
   private connecting: Promise<boolean> | undefined
   /** The idle slot held, or a request for one in flight. */
@@ -52,7 +64,9 @@ export class Notifier {
   private listedPid: number | null = null
   /** False from a lost connection until the worker has given back the hand-offs lost with it (readyForHandOffs). */
   private handOffsReady = true
-  private failing = false
+  /** What the current outage was reported as, null while the connection is up. */
+  private reported: 'failed' | 'unheard' | null = null
+  private readonly probe: NotifyProbe
 
   constructor(
     private readonly config: pg.ClientConfig,
@@ -62,7 +76,11 @@ export class Notifier {
     private readonly listing: Listing,
     private readonly events: NotifierEvents,
     private readonly logger: Logger,
-  ) {}
+    /** Sends a NOTIFY from the worker's pool (the probe that the LISTEN connection hears what adds send). */
+    notifyFromPool: (payload: string) => Promise<unknown>,
+  ) {
+    this.probe = new NotifyProbe('!probe ', notifyFromPool)
+  }
 
   /** The backend pid of the live LISTEN connection, if any (for inspection and tests). */
   get pid(): number | null {
@@ -87,12 +105,22 @@ export class Notifier {
   async stop(): Promise<void> {
     this.stopped = true
     clearTimeout(this.timer)
+    clearInterval(this.pingTimer)
+    this.opening?.drop()
     await this.connecting
     const client = this.client
     this.client = null
     // Off the listeners first, so that no add looks this session up again; the locks go with the connection.
     await client?.query(sqlFor('forget-listener', this.schema), [this.listing.workerId]).catch(() => {})
     await client?.end().catch(() => {})
+  }
+
+  /** Drops the connection now, without a goodbye (a close that ran out of time). */
+  abandon(): void {
+    this.stopped = true
+    clearInterval(this.pingTimer)
+    this.opening?.drop()
+    this.client?.drop()
   }
 
   /**
@@ -139,12 +167,13 @@ export class Notifier {
 
   private connect(): Promise<boolean> {
     this.connecting = (async () => {
-      const client = new pg.Client(this.config)
+      const client = new PgonceClient(this.config)
+      this.opening = client
       // Every connection pgonce opens has an 'error' listener for its whole life: a terminated backend is reported, never thrown.
       client.on('error', (err) => this.lost(client, err))
       client.on('end', () => this.lost(client, undefined))
       client.on('notification', (msg) => {
-        if (msg.channel === this.channel) this.events.onNotify(msg.payload ?? '')
+        if (msg.channel === this.channel && !this.probe.heard(msg.payload ?? '')) this.events.onNotify(msg.payload ?? '')
       })
       try {
         await client.connect()
@@ -153,38 +182,62 @@ export class Notifier {
         await prepareListenSession(client, this.schema, this.config.application_name ?? null)
         // The channel comes from an allow-listed schema name; quoted because it contains ':'.
         await client.query(`listen "${this.channel}"`)
+        // A LISTEN that hears nothing (through a transaction-mode pooler) must not hold an idle slot or take hand-offs:
+        // adds would NOTIFY it, or hand it jobs, in vain.
+        if (!(await this.probe.hears())) throw unheard()
         const { rows } = await client.query<{ backend_pid: number }>(sqlFor('register-listener', this.schema),
           [this.listing.workerId, this.queue, this.listing.leaseMs])
         this.listedPid = rows[0]?.backend_pid ?? null
       } catch (err) {
-        if (!this.failing) {
-          this.failing = true
-          this.events.onError(err as Error)
-        }
-        this.logger.warn({ err }, 'pgonce: LISTEN connection failed; polling until it is back')
+        const kind = err instanceof SetupError ? 'unheard' : 'failed'
+        this.report(kind, err as Error)
+        if (kind === 'unheard') this.retryMs = PROBE_RETRY_MS
+        if (!this.stopped) this.logger.warn({ err }, 'pgonce: LISTEN connection failed; polling until it is back')
         client.removeAllListeners('end')
         await client.end().catch(() => {})
         return false
+      } finally {
+        this.opening = null
       }
       if (this.stopped) {
         await client.end().catch(() => {})
         return false
       }
       this.client = client
+      this.keepPinging(client)
       this.slot = null
-      this.failing = false
+      this.reported = null
       this.retryMs = FIRST_RETRY_MS
       return true
     })()
     return this.connecting
   }
 
-  private lost(client: pg.Client, err: Error | undefined): void {
+  private keepPinging(client: PgonceClient): void {
+    clearInterval(this.pingTimer)
+    this.pingTimer = setInterval(() => {
+      if (client !== this.client) return
+      // An unanswered ping ends the connection (src/db/client.ts): lost() reconnects.
+      client.query({ text: 'select 1', query_timeout: this.config.connectionTimeoutMillis } as pg.QueryConfig).catch(() => {})
+    }, PING_MS)
+    this.pingTimer.unref()
+  }
+
+  /** Reports an outage once, and once more when its cause changes (a connection that comes back deaf). */
+  private report(kind: 'failed' | 'unheard', err: Error): void {
+    if (this.reported === kind || this.stopped) return
+    this.reported = kind
+    this.events.onError(err)
+  }
+
+  private lost(client: PgonceClient, err: Error | undefined): void {
     if (client !== this.client || this.stopped) return
     this.client = null
     this.slot = null
     this.handOffsReady = false
     this.logger.warn({ err }, 'pgonce: LISTEN connection lost; reconnecting')
+    this.report('failed', new Error(`pgonce: the LISTEN connection was lost${err === undefined ? '' : ` (${err.message})`}; `
+      + 'reconnecting, and polling every pollIntervalMs meanwhile', { cause: err }))
     client.end().catch(() => {})
     this.scheduleReconnect()
   }
@@ -198,10 +251,18 @@ export class Notifier {
         this.logger.info('pgonce: LISTEN connection restored')
         this.events.onReconnect()
       } else {
-        this.retryMs = Math.min(this.retryMs * 2, MAX_RETRY_MS)
+        if (this.reported !== 'unheard') this.retryMs = Math.min(this.retryMs * 2, MAX_RETRY_MS)
         this.scheduleReconnect()
       }
     }, this.retryMs)
     this.timer.unref?.()
   }
+}
+
+/** The error of a LISTEN connection that did not hear its own probe NOTIFY. */
+function unheard(): SetupError {
+  return new SetupError('LISTEN_UNHEARD', 'point the Worker\'s `listenConnectionString` at PostgreSQL itself, past the pooler, or pass '
+    + '`listen: false` (docs/operations.md, "PgBouncer in transaction mode")', null, undefined,
+    `the LISTEN connection did not hear a NOTIFY sent from the pool within ${PROBE_WAIT_MS} ms (a transaction-mode pooler `
+    + `between it and PostgreSQL?): no wake-up by NOTIFY; the worker polls every pollIntervalMs, and tries again in ${PROBE_RETRY_MS / 1000} s`)
 }

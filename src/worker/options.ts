@@ -1,7 +1,7 @@
 // The Worker's options, their defaults, and their validation before any I/O.
 
 import { type RedisOption, checkRedisOption } from '../cache/redis-client.js'
-import type { ConnectionOptions } from '../db/connection.js'
+import { CONNECTION_OPTION_KEYS, type ConnectionOptions } from '../db/connection.js'
 import { checkSchema } from '../db/identifiers.js'
 import { type Logger, checkLogger } from '../logger.js'
 import { MAX_DURATION_MS, checkBoolean, checkInteger, checkOptions, checkText } from '../validate.js'
@@ -91,7 +91,7 @@ export interface ResolvedWorkerOptions {
 const MAX_TIMER_MS = 2_147_483_647
 
 const OPTION_KEYS = [
-  'connectionString', 'pool', 'schema', 'concurrency', 'batchSize', 'leaseMs', 'heartbeatMs', 'pollIntervalMs',
+  ...CONNECTION_OPTION_KEYS, 'schema', 'concurrency', 'batchSize', 'leaseMs', 'heartbeatMs', 'pollIntervalMs',
   'closeTimeoutMs', 'maintenanceIntervalMs', 'retryLaterMs', 'autorun', 'migrate', 'poolSize', 'preparedStatements',
   'listen', 'listenConnectionString', 'logger', 'redis',
 ] as const
@@ -125,5 +125,6 @@ export function resolveWorkerOptions(options: unknown): { resolved: ResolvedWork
     silent: o.logger === undefined,
     redis: checkRedisOption(o.redis, 'options.redis'),
   }
-  return { resolved, connection: { connectionString: o.connectionString, pool: o.pool } }
+  const { connectionString, pool, connectTimeoutMs, statementTimeoutMs } = o
+  return { resolved, connection: { connectionString, pool, connectTimeoutMs, statementTimeoutMs } }
 }

@@ -19,11 +19,13 @@ import { Fetcher } from './fetcher.js'
 import { handedOffTo, isHandOff, releaseLostHandOffs } from './hand-off.js'
 import { Housekeeping } from './housekeeping.js'
 import { type Handler, JobRunner } from './job-runner.js'
-import { type WorkerParts, startParts, stopParts } from './lifecycle.js'
+import { type WorkerParts, abandonParts, startParts, stopParts } from './lifecycle.js'
 import { JobStore } from './job-store.js'
 import { Leases } from './leases.js'
 import { Notifier } from './notifier.js'
 import { listenConfig } from '../db/listen-config.js'
+import { closeWithin } from '../db/pool.js'
+import { sqlFor } from '../db/sql-files.js'
 import { Schedules } from './schedules.js'
 import { type ResolvedWorkerOptions, type WorkerOptions, resolveWorkerOptions } from './options.js'
 import { type RunOutcome, Settler } from './settler.js'
@@ -66,6 +68,8 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
   readonly #errors: ErrorReporter
   /** Everything the worker runs on; lifecycle.ts starts and stops it in order. */
   readonly #parts: WorkerParts<Data, Result>
+  /** How long close() may take: closeTimeoutMs for the handlers, and an answer's bound (docs/workers.md, "Graceful close"). */
+  readonly #closeBoundMs: number
   private state: State = 'idle'
   private started: Promise<void> | undefined
   private closing: Promise<void> | undefined
@@ -81,7 +85,8 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
     this.#logger = resolved.logger.child({ component: 'pgonce.worker', queue: this.queue, worker: this.id })
     this.#errors = new ErrorReporter((err) => this.listenerCount('error') > 0 && this.emit('error', err), this.#logger, resolved.silent)
     const report = (err: Error): void => this.#errors.report(err)
-    const { pool, owned } = openPool(connection, this.#logger, resolved.poolSize)
+    const { pool, owned, bounds } = openPool(connection, this.#logger, resolved.poolSize)
+    this.#closeBoundMs = resolved.closeTimeoutMs + bounds.answerMs
     const store = new JobStore(pool, schema, this.queue, this.id, resolved.leaseMs, resolved.preparedStatements)
     const cache = resolved.redis === undefined ? undefined
       : new Cache({ redis: resolved.redis, pool, schema, named: resolved.preparedStatements,
@@ -112,7 +117,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
         fetcher.wake()
       }),
       onError: report,
-    }, this.#logger)
+    }, this.#logger, (payload) => pool.query(sqlFor('notify-probe', schema), [payload]))
     const fetcher = new Fetcher(store, notifier, {
       demand: () => runner.demand(),
       claimed: (rows, demand, ms) => runner.claimed(rows, demand, ms),
@@ -120,7 +125,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
       reportError: report,
     }, resolved.pollIntervalMs, this.#logger)
     this.#parts = {
-      pool, ownsPool: owned, schema, cache, effects, notifier, fetcher, runner, steps,
+      pool, owned, schema, cache, effects, notifier, fetcher, runner, steps,
       leases: new Leases<Data>(store, runner.held, resolved.heartbeatMs, report, this.#logger, () => runner.resume()),
       housekeeping: new Housekeeping(pool, schema, resolved.maintenanceIntervalMs, resolved.logger, report),
       schedules: new Schedules(pool, schema, this.queue, resolved.pollIntervalMs, this.#logger, report),
@@ -186,8 +191,11 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
   private async shutdown(): Promise<void> {
     const wasRunning = this.state === 'running' || this.state === 'starting'
     this.state = 'closing'
-    if (wasRunning) await this.started?.catch(() => {})
-    await stopParts(this.#parts, wasRunning, this.#opts.closeTimeoutMs, () => (this.state = 'closed'))
+    await closeWithin(this.#closeBoundMs, async () => {
+      if (wasRunning) await this.started?.catch(() => {})
+      await stopParts(this.#parts, wasRunning, this.#opts.closeTimeoutMs, () => (this.state = 'closed'))
+    }, () => abandonParts(this.#parts, this.#logger))
+    this.state = 'closed'
     this.#logger.info('pgonce: worker closed')
   }
 }

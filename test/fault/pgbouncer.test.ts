@@ -8,7 +8,7 @@
 
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { Effects, Queue, Worker, runMaintenance } from '../../src/index.js'
+import { Effects, Queue, SetupError, Worker, runMaintenance } from '../../src/index.js'
 import { type TestSchema, freshSchema } from '../support/schema.js'
 import { type Bouncer, PGBOUNCER_INSTALL_HINT, pgbouncerBinary, startPgbouncer, waitFor } from './support.js'
 
@@ -151,15 +151,53 @@ describe.skipIf(binary === null)(`through PgBouncer in transaction mode${binary 
     expect(rounds.filter((r) => r.ran).length).toBeGreaterThanOrEqual(1)
   })
 
-  it('without preparedStatements: false, concurrent adds through PgBouncer 1.18 fail (why the option exists)', async () => {
+  it('without preparedStatements: false, concurrent adds through PgBouncer 1.18 fail (why the option exists), with a SetupError naming it', async () => {
     const q = queueOf('bouncer-named', true)
-    const failures: string[] = []
+    const failures: unknown[] = []
     for (let round = 0; round < 5 && failures.length === 0; round++) {
       const results = await Promise.allSettled(Array.from({ length: 40 }, (_, i) => q.add('n', { i }, { jobId: `named-${round}-${i % 5}` })))
-      for (const r of results) if (r.status === 'rejected') failures.push(`${(r.reason as { code?: string }).code}: ${(r.reason as Error).message}`)
+      for (const r of results) if (r.status === 'rejected') failures.push(r.reason)
     }
     // 26000: prepared statement "pgonce_…" does not exist; 42P05: … already exists (the hop between server connections).
     expect(failures.length).toBeGreaterThan(0)
-    expect(failures.every((f) => /^(26000|42P05|08P01): .*prepared statement/.test(f)), failures.slice(0, 3).join('\n')).toBe(true)
+    for (const f of failures) {
+      expect(f).toBeInstanceOf(SetupError)
+      const e = f as SetupError
+      expect({ code: e.code, fix: e.fix }).toMatchObject({ code: 'PREPARED_STATEMENTS', fix: expect.stringContaining('`preparedStatements: false`') })
+      expect(e.message).toContain('preparedStatements: false')
+      expect(e.sqlstate).toMatch(/^(26000|42P05|08P01)$/)
+      expect((e.cause as Error).message).toMatch(/prepared statement "pgonce_/)
+    }
+  })
+
+  it("a worker whose LISTEN goes through the bouncer: an 'error' naming listenConnectionString, and it polls meanwhile", async () => {
+    const q = queueOf('bouncer-deaf')
+    const seen = new Set<string>()
+    const errors: Error[] = []
+    const worker = new Worker('bouncer-deaf', async (job) => void seen.add(job.id), { ...opts(), pollIntervalMs: 200, maintenanceIntervalMs: 0 })
+    worker.on('error', (err) => errors.push(err))
+    closers.push(() => worker.close())
+    const deaf = await waitFor(() => errors.find((e) => e instanceof SetupError), 10_000, "the worker's 'error'") as SetupError
+    expect(deaf.code).toBe('LISTEN_UNHEARD')
+    expect(deaf.message).toContain('listenConnectionString')
+    // No idle slot or hand-off lock is taken on its behalf (a session lock through the bouncer would strand on a server connection).
+    expect(worker.listenerPid).toBeNull()
+    const job = await q.add('p', {})
+    await waitFor(() => seen.has(job.id), 5_000, 'the poll to find the job')
+    expect(errors.filter((e) => e instanceof SetupError)).toHaveLength(1)
+  })
+
+  it('a bouncer that refuses the options parameter: a SetupError naming ignore_startup_parameters', async () => {
+    const strict = await startPgbouncer(binary!, db.url, 1, 'extra_float_digits')
+    try {
+      const q = new Queue('bouncer-strict', { connectionString: strict.url, schema: db.schema, migrate: false, preparedStatements: false })
+      const err = await q.add('x', {}).then(() => null, (e: unknown) => e)
+      await q.close()
+      expect(err).toBeInstanceOf(SetupError)
+      expect((err as SetupError).code).toBe('STARTUP_PARAMETER')
+      expect((err as SetupError).message).toContain('ignore_startup_parameters')
+    } finally {
+      await strict.stop()
+    }
   })
 })

@@ -180,8 +180,11 @@ export async function pgbouncerBinary(): Promise<string | null> {
   return null
 }
 
-/** Starts pgbouncer (pool_mode = transaction, trust) in front of `target` (a postgres:// URL); `poolSize` server connections per database. */
-export async function startPgbouncer(binary: string, target: string, poolSize: number): Promise<Bouncer> {
+/**
+ * Starts pgbouncer (pool_mode = transaction, trust) in front of `target` (a postgres:// URL); `poolSize` server
+ * connections per database. `ignored`: its ignore_startup_parameters (`options` carries pgonce's statementTimeoutMs).
+ */
+export async function startPgbouncer(binary: string, target: string, poolSize: number, ignored = 'extra_float_digits,options'): Promise<Bouncer> {
   const t = new URL(target)
   const database = decodeURIComponent(t.pathname.slice(1)) || 'postgres'
   const user = decodeURIComponent(t.username) || 'postgres'
@@ -204,7 +207,7 @@ export async function startPgbouncer(binary: string, target: string, poolSize: n
     `default_pool_size = ${poolSize}`,
     'max_client_conn = 500',
     'server_reset_query =',
-    'ignore_startup_parameters = extra_float_digits,options',
+    `ignore_startup_parameters = ${ignored}`,
     '',
   ].join('\n'))
   chmodSync(dir, 0o755)
