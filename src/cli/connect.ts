@@ -65,12 +65,13 @@ const CONNECT_ERRORS: Record<string, string> = {
 }
 
 /** A database or network error as one line naming the server (never the URL: it may hold a password). */
-function describe(err: unknown, target: string, timeoutS: number, DatabaseError: typeof pg.DatabaseError): unknown {
+function describe(err: unknown, target: string, timeoutS: number, answerS: number, DatabaseError: typeof pg.DatabaseError): unknown {
   if (err instanceof CliError || err instanceof ValidationError) return err
   const e = err as { code?: string; message?: string }
   const reason = e.code === undefined ? undefined : CONNECT_ERRORS[e.code]
   if (reason !== undefined) return failure(`cannot connect to ${target}: ${reason}`)
   if (/connection timeout|timeout expired/i.test(e.message ?? '')) return failure(`cannot connect to ${target}: no answer within ${timeoutS} s`)
+  if (/query read timeout/i.test(e.message ?? '')) return failure(`${target}: no answer within ${answerS} s`)
   if (/connection terminated/i.test(e.message ?? '')) return failure(`lost the connection to ${target}: ${e.message}`)
   if (err instanceof DatabaseError) return failure(`${target}: ${err.message}`)
   return err
@@ -97,10 +98,13 @@ export async function withDb<T>(cmd: Command, fn: (db: Db) => Promise<T>, option
   const globals = cmd.optsWithGlobals<GlobalOptions>()
   const schema = schemaOf(cmd)
   const target = checkUrl(globals.databaseUrl)
-  const [{ default: driver }, { Queue }] = await Promise.all([import('pg'), import('../queue.js')])
+  const [{ default: driver }, { Queue }, bounds] = await Promise.all([import('pg'), import('../queue.js'), import('../db/connection.js')])
+  const answerMs = bounds.DEFAULT_STATEMENT_TIMEOUT_MS + bounds.ANSWER_GRACE_MS
   const pool = new driver.Pool({
     connectionString: globals.databaseUrl, max: 4, connectionTimeoutMillis: globals.connectTimeout * 1000,
     application_name: 'pgonce-cli',
+    // Bounded like a Queue's own pool (docs/operations.md, "Bounded waits"): a server that stops answering fails the command.
+    statement_timeout: bounds.DEFAULT_STATEMENT_TIMEOUT_MS, query_timeout: answerMs,
   })
   // An idle connection the server drops must not crash the CLI: the next statement reports it.
   pool.on('error', () => {})
@@ -124,7 +128,7 @@ export async function withDb<T>(cmd: Command, fn: (db: Db) => Promise<T>, option
     if (options.migrated !== false) await checkMigrated(pool, schema)
     return await fn(db)
   } catch (err) {
-    throw describe(err, target, globals.connectTimeout, driver.DatabaseError)
+    throw describe(err, target, globals.connectTimeout, answerMs / 1000, driver.DatabaseError)
   } finally {
     await Promise.all([...queues.values()].map((q) => q.close()))
     await pool.end()
