@@ -1,5 +1,5 @@
 // Micro-benchmark of the Redis pre-check layer: hot duplicate adds with and without Redis, beside BullMQ's own dedup on Redis; markdown tables.
-// Run: npx tsx --conditions=development bench/redis-dedup.ts
+// Run: npx tsx bench/redis-dedup.ts
 //   env: DATABASE_URL, REDIS_URL (default the local ones), BENCH_N (sequential calls per latency row, default 3000),
 //        BENCH_SECONDS (per throughput row, default 3), BENCH_PRODUCERS (default 16), BENCH_KEYS (key space, default 100)
 

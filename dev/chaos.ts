@@ -120,7 +120,7 @@ async function runHarness(): Promise<void> {
   const slots: Slot[] = []
   const file = fileURLToPath(import.meta.url)
   const start = (): Slot => {
-    const child = spawn(process.execPath, ['--conditions=development', '--import', 'tsx', file], {
+    const child = spawn(process.execPath, ['--import', 'tsx', file], {
       env: { ...process.env, CHAOS_ROLE: 'worker', CHAOS_URL: withApp(url, workerApp), CHAOS_SCHEMA: schema },
       stdio: ['ignore', 'pipe', 'pipe'],
     })

@@ -1,4 +1,4 @@
-// The demo's worker processes: starts them (tsx, development condition), kills one in the middle of a send, stops the rest.
+// The demo's worker processes: starts them (tsx, `pgonce` mapped to src/ by tsconfig.json), kills one mid-send, stops the rest.
 
 import { type ChildProcess, spawn } from 'node:child_process'
 import { dirname, join, resolve } from 'node:path'
@@ -29,8 +29,8 @@ export class Fleet {
 
   /** Starts a worker process and resolves with it once it listens and has claimed for the first time. */
   async start(): Promise<ChildProcess> {
-    // The same loader and condition as `npm run demo`, so that the worker's `import 'pgonce'` finds src/ too.
-    const child = spawn(process.execPath, ['--conditions=development', '--import', 'tsx', join(examplesDir, 'demo-worker.ts')], {
+    // The same loader as `npm run demo`: from the repository root, tsconfig.json's `paths` send the worker's `import 'pgonce'` to src/.
+    const child = spawn(process.execPath, ['--import', 'tsx', join(examplesDir, 'demo-worker.ts')], {
       cwd: repoRoot,
       env: { ...process.env, ...this.env },
       stdio: ['ignore', 'ignore', 'pipe', 'ipc'],

@@ -26,7 +26,18 @@ function fired(tally: AddTally, kind: EventKind): number {
   return Object.values(tally[kind]).reduce((a, b) => a + b, 0)
 }
 
-/** Rows per kind of event, columns per layer: how `queue.add` answered, and (for jobs that ran) the ledger. */
+/** What the breakdown's columns count, printed under it. */
+const BREAKDOWN_LEGEND = [
+  'new job: queue.add added a job. by jobId, by dedup key: queue.add answered with the job already there, adding none.',
+  'by effect ledger: of the new jobs, those whose run found its push already recorded by ctx.effect (processed_effects)',
+  'and sent nothing: a broker message redelivered after its job finished (a finished jobId lets a new job in), or a job',
+  'run again after its worker was killed between the push and the completion.',
+].join('\n')
+
+/**
+ * Rows per kind of event, columns per layer: how `queue.add` answered, and (for jobs that ran) the ledger; the legend
+ * under it.
+ */
 export function breakdownTable(o: Outcome): string {
   const table = new Table({
     head: ['event', 'fired', 'new job', 'by jobId', 'by dedup key', 'by effect ledger'],
@@ -39,7 +50,7 @@ export function breakdownTable(o: Outcome): string {
     const ledger = kind === 'post' ? o.jobs.webLedgerSkips : kind === 'redelivery' ? o.jobs.brokerLedgerSkips : 0
     table.push([LABEL[kind], fired(o.tally, kind), t.added, t['duplicate-job-id'], t['duplicate-key'], ledger])
   }
-  return table.toString()
+  return `${table.toString()}\n${BREAKDOWN_LEGEND}`
 }
 
 export function summaryTable(o: Outcome): string {

@@ -6,6 +6,7 @@ export class Counters<K extends string> {
   /** `sink`, if given, hears every increment too (pgonce's OpenTelemetry counters: src/telemetry/metrics.ts). */
   constructor(private readonly sink?: (key: K, by: number) => void) {}
 
+  /** @internal Counted by pgonce only: a user reads the counters. */
   increment(key: K, by = 1): void {
     this.counts.set(key, (this.counts.get(key) ?? 0) + by)
     this.sink?.(key, by)

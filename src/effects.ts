@@ -71,12 +71,14 @@ export class Effects {
   readonly outcomes: Counters<EffectOutcome>
   /** How the Redis pre-checks went (hit, miss, fallback, breaker-open, unsynced), for metrics; empty without `redis`. */
   readonly cacheOutcomes: Counters<CacheOutcome>
-  private readonly cache: EffectsCache | undefined
+  // ES private fields: the pool (and its connection string), the cache and the logger stay out of what a logger,
+  // JSON.stringify or util.inspect reads from an Effects (docs/observability.md, "Logging").
+  readonly #cache: EffectsCache | undefined
+  readonly #pool: pg.Pool
+  readonly #logger: Logger
+  readonly #ready: SchemaReady
   private readonly ownsCache: boolean
-  private readonly pool: pg.Pool
   private readonly ownsPool: boolean
-  private readonly logger: Logger
-  private readonly ready: SchemaReady
   private readonly named: boolean
   private closed = false
 
@@ -88,15 +90,15 @@ export class Effects {
     const poolSize = opts.poolSize === undefined ? 10 : checkInteger(opts.poolSize, 'options.poolSize', 1, 1000)
     const migrateOnFirstUse = opts.migrate === undefined || checkBoolean(opts.migrate, 'options.migrate')
     this.named = opts.preparedStatements === undefined || checkBoolean(opts.preparedStatements, 'options.preparedStatements')
-    this.logger = checkLogger(opts.logger, 'options.logger').child({ component: 'pgonce.effects' })
-    const { pool, owned } = openPool(opts, this.logger, poolSize)
-    this.pool = pool
+    this.#logger = checkLogger(opts.logger, 'options.logger').child({ component: 'pgonce.effects' })
+    const { pool, owned } = openPool(opts, this.#logger, poolSize)
+    this.#pool = pool
     this.ownsPool = owned
-    this.ready = new SchemaReady(pool, this.schema, this.logger, migrateOnFirstUse)
+    this.#ready = new SchemaReady(pool, this.schema, this.#logger, migrateOnFirstUse)
     const redis = checkRedisOption(opts.redis, 'options.redis')
-    const cache = shared?.cache ?? (redis === undefined ? undefined : new Cache({ redis, pool, schema: this.schema, named: this.named, logger: this.logger }))
+    const cache = shared?.cache ?? (redis === undefined ? undefined : new Cache({ redis, pool, schema: this.schema, named: this.named, logger: this.#logger }))
     this.ownsCache = shared?.cache === undefined
-    this.cache = cache && new EffectsCache(cache)
+    this.#cache = cache && new EffectsCache(cache)
     this.cacheOutcomes = cache?.outcomes ?? new Counters<CacheOutcome>()
   }
 
@@ -117,11 +119,11 @@ export class Effects {
     const claimTtl = o.claimTtl === undefined ? DEFAULT_CLAIM_TTL_MS : checkInteger(o.claimTtl, 'opts.claimTtl', 1, MAX_DURATION_MS)
     const doneTtl = o.doneTtl === undefined ? null : checkInteger(o.doneTtl, 'opts.doneTtl', 1, MAX_DURATION_MS)
     const execute = await this.executor()
-    if (await this.cache?.claimDone(key)) return this.decided('duplicate-done', key)
+    if (await this.#cache?.claimDone(key)) return this.decided('duplicate-done', key)
 
     const token = randomUUID()
     const refused = await this.claim(execute, key, token, claimTtl)
-    if (refused === 'duplicate-done') this.cache?.rememberClaim(key)
+    if (refused === 'duplicate-done') this.#cache?.rememberClaim(key)
     if (refused !== null) return this.decided(refused, key)
 
     try {
@@ -145,7 +147,7 @@ export class Effects {
   async record(tx: Transactional, key: string): Promise<boolean> {
     executorFor(tx, 'tx', this.named)
     if (await this.knownRecorded(key)) {
-      this.logger.debug({ key, first: false }, 'pgonce: effect recorded (known from Redis)')
+      this.#logger.debug({ key, first: false }, 'pgonce: effect recorded (known from Redis)')
       this.outcomes.increment('duplicate-done')
       return false
     }
@@ -160,7 +162,7 @@ export class Effects {
     const execute = executorFor(tx, 'tx', this.named)
     const rows = await execute(sqlFor('effects-record', this.schema), [key])
     const first = rows.length > 0
-    this.logger.debug({ key, first }, 'pgonce: effect recorded')
+    this.#logger.debug({ key, first }, 'pgonce: effect recorded')
     return first
   }
 
@@ -175,28 +177,28 @@ export class Effects {
     const inTx = tx === undefined ? undefined : executorFor(tx, 'options.tx', this.named)
     const pooled = await this.executor()
     const execute = inTx ?? pooled
-    await endingFacts(this.cache?.cache, () => 'all', tx !== undefined, () => execute(sqlFor('set-ledger-retention', this.schema), [value]))
+    await endingFacts(this.#cache?.cache, () => 'all', tx !== undefined, () => execute(sqlFor('set-ledger-retention', this.schema), [value]))
   }
 
   /** @internal Checks `key`, migrates on first use; true when `key` is known recorded (from Redis): no statement needed. */
   async knownRecorded(key: string): Promise<boolean> {
     checkText(key, 'key')
     await this.executor()
-    return (await this.cache?.effectRecorded(key)) === true
+    return (await this.#cache?.effectRecorded(key)) === true
   }
 
   /** @internal ctx.effect found `key` recorded by another transaction (committed): Redis may answer its next repeat. */
   repeatedEffect(key: string): void {
-    this.cache?.rememberEffect(key)
+    this.#cache?.rememberEffect(key)
   }
 
   /** Ends the pool pgonce opened (a pool you passed in is left open). */
   async close(): Promise<void> {
     if (this.closed) return
     this.closed = true
-    await this.ready.settle()
-    if (this.ownsCache) await this.cache?.cache.close()
-    if (this.ownsPool) await this.pool.end()
+    await this.#ready.settle()
+    if (this.ownsCache) await this.#cache?.cache.close()
+    if (this.ownsPool) await this.#pool.end()
   }
 
   /** Takes the claim (null), or says why not; loops while the holder vanishes or expires between the two reads. */
@@ -213,10 +215,10 @@ export class Effects {
   private async release(execute: Execute, key: string, token: string): Promise<void> {
     try {
       const rows = await execute(sqlFor('effects-release', this.schema), [key, token])
-      this.logger.debug({ key, released: rows.length > 0 }, 'pgonce: claim released after failed work')
+      this.#logger.debug({ key, released: rows.length > 0 }, 'pgonce: claim released after failed work')
     } catch (err) {
       // The claim then blocks the key until it expires; the work's own error is what the caller needs.
-      this.logger.warn({ err, key }, 'pgonce: could not release claim; it holds until it expires')
+      this.#logger.warn({ err, key }, 'pgonce: could not release claim; it holds until it expires')
     }
   }
 
@@ -226,13 +228,13 @@ export class Effects {
         const rows = await execute(sqlFor('effects-complete', this.schema), [key, token, doneTtl])
         if (rows.length > 0) return
         this.outcomes.increment('claim-lost')
-        this.logger.warn({ key }, 'pgonce: claim lost before completion (expired and taken over, or removed); the work may have run twice')
+        this.#logger.warn({ key }, 'pgonce: claim lost before completion (expired and taken over, or removed); the work may have run twice')
         return
       } catch (err) {
         if (attempt >= COMPLETE_ATTEMPTS) {
           // The work ran: report it as such, but say the done marker was not written.
           this.outcomes.increment('claim-lost')
-          this.logger.warn({ err, key }, 'pgonce: could not mark claim done; it holds until it expires')
+          this.#logger.warn({ err, key }, 'pgonce: could not mark claim done; it holds until it expires')
           return
         }
       }
@@ -241,15 +243,15 @@ export class Effects {
 
   private decided(outcome: RunOnceOutcome, key: string): RunOnceOutcome {
     this.outcomes.increment(outcome)
-    this.logger.debug({ key, outcome }, 'pgonce: runOnce decided')
+    this.#logger.debug({ key, outcome }, 'pgonce: runOnce decided')
     return outcome
   }
 
   /** Migrates on first use, then gives pgonce's pool as an executor (a caller's `tx` is checked where it is taken). */
   private async executor(): Promise<Execute> {
     if (this.closed) throw new Error('pgonce: this Effects is closed')
-    await this.ready.ensure()
-    await this.cache?.cache.start()
-    return executorFor(this.pool, 'options.pool', this.named)
+    await this.#ready.ensure()
+    await this.#cache?.cache.start()
+    return executorFor(this.#pool, 'options.pool', this.named)
   }
 }

@@ -3,7 +3,7 @@
 export { Queue } from './queue.js'
 export type { QueueOptions, AddOptions, BulkItem, JobCounts, AddOutcomeCounts, WriteOptions } from './queue.js'
 export { Job } from './job.js'
-export type { JobState, AddOutcome, Backoff } from './job.js'
+export type { JobState, AddOutcome, Backoff, JobJson } from './job.js'
 export type { JobOptions, DeduplicationOptions } from './admission/request.js'
 export { migrate } from './migrate/runner.js'
 export type { MigrateOptions } from './migrate/runner.js'

@@ -51,10 +51,17 @@ export interface JobRow {
 
 /** What a Job needs from its queue. */
 export interface JobOwner {
+  /** @internal Stripped from the published types together with the Queue's and Worker's implementations. */
   removeOwnedDeduplicationKey(key: string, jobId: string, options?: { tx?: Transactional }): Promise<boolean>
 }
 
+/** A Job's data, as `JSON.stringify(job)` and loggers see it: its public fields, never its Queue or Worker. */
+export type JobJson<Data = unknown> = Omit<Job<Data>, 'removeDeduplicationKey' | 'toJSON'>
+
 export class Job<Data = unknown> {
+  // An ES private field, not a TypeScript one: the owner (a Queue or Worker, and through it a pool and its connection
+  // string) must be unreachable for loggers, JSON.stringify and util.inspect (docs/observability.md, "Logging").
+  readonly #owner: JobOwner
   /** Internal id, unique forever. */
   readonly id: string
   /** The caller's custom id, if any. */
@@ -92,7 +99,8 @@ export class Job<Data = unknown> {
   /** How the add was decided. Null when read by id. */
   readonly outcome: AddOutcome | null
 
-  constructor(row: JobRow, outcome: AddOutcome | null, private readonly owner: JobOwner) {
+  constructor(row: JobRow, outcome: AddOutcome | null, owner: JobOwner) {
+    this.#owner = owner
     this.id = row.id
     this.jobId = row.job_id
     this.name = row.name
@@ -120,6 +128,18 @@ export class Job<Data = unknown> {
   /** Deletes this job's dedup key only if this generation still owns it; true if it did. */
   async removeDeduplicationKey(options?: { tx?: Transactional }): Promise<boolean> {
     if (this.deduplicationId === null) return false
-    return this.owner.removeOwnedDeduplicationKey(this.deduplicationId, this.id, options)
+    return this.#owner.removeOwnedDeduplicationKey(this.deduplicationId, this.id, options)
+  }
+
+  /** The job's public fields, for `JSON.stringify(job)`, `res.json(job)` and loggers. */
+  toJSON(): JobJson<Data> {
+    return {
+      id: this.id, jobId: this.jobId, name: this.name, queue: this.queue, data: this.data, state: this.state,
+      attempts: this.attempts, maxAttempts: this.maxAttempts, priority: this.priority, backoff: this.backoff,
+      runAt: this.runAt, createdAt: this.createdAt, startedAt: this.startedAt, finishedAt: this.finishedAt,
+      result: this.result, progress: this.progress, cancelRequestedAt: this.cancelRequestedAt,
+      deduplicationId: this.deduplicationId, failedReason: this.failedReason, stacktrace: this.stacktrace,
+      deduplicated: this.deduplicated, outcome: this.outcome,
+    }
   }
 }

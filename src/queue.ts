@@ -44,13 +44,15 @@ export class Queue<Data = unknown> implements JobOwner {
   readonly outcomes: Counters<AddOutcome | 'rejected'>
   /** How the Redis pre-checks went (hit, miss, fallback, breaker-open, unsynced), for metrics; empty without `redis`. */
   readonly cacheOutcomes: Counters<CacheOutcome>
-  private readonly cache: Cache | undefined
-  private readonly pool: pg.Pool
+  // ES private fields: the pool (and its connection string), the cache and the logger stay out of what a logger,
+  // JSON.stringify or util.inspect reads from a Queue (docs/observability.md, "Logging").
+  readonly #cache: Cache | undefined
+  readonly #pool: pg.Pool
+  readonly #logger: Logger
+  readonly #ready: SchemaReady
   private readonly ownsPool: boolean
-  private readonly logger: Logger
   private readonly maxDataBytes: number
   private readonly named: boolean
-  private readonly ready: SchemaReady
   private closed = false
 
   constructor(name: string, options: QueueOptions) {
@@ -60,13 +62,13 @@ export class Queue<Data = unknown> implements JobOwner {
     this.schema = opts.schema
     this.maxDataBytes = opts.maxDataBytes
     this.named = opts.named
-    this.logger = opts.logger
-    const { pool, owned } = openPool(opts.connection, this.logger, opts.poolSize)
-    this.pool = pool
+    this.#logger = opts.logger
+    const { pool, owned } = openPool(opts.connection, this.#logger, opts.poolSize)
+    this.#pool = pool
     this.ownsPool = owned
-    this.ready = new SchemaReady(pool, this.schema, this.logger, opts.migrate)
-    this.cache = opts.redis === undefined ? undefined : new Cache({ redis: opts.redis, pool, schema: this.schema, named: this.named, logger: this.logger })
-    this.cacheOutcomes = this.cache?.outcomes ?? new Counters<CacheOutcome>()
+    this.#ready = new SchemaReady(pool, this.schema, this.#logger, opts.migrate)
+    this.#cache = opts.redis === undefined ? undefined : new Cache({ redis: opts.redis, pool, schema: this.schema, named: this.named, logger: this.#logger })
+    this.cacheOutcomes = this.#cache?.outcomes ?? new Counters<CacheOutcome>()
   }
 
   /**
@@ -79,7 +81,7 @@ export class Queue<Data = unknown> implements JobOwner {
     return inSpan(`add ${this.name}`, SpanKind.PRODUCER, this.spanAttributes(1), async (span) => {
       req.traceContext = currentTraceContext()
       const execute = await this.executor(tx)
-      const keyed = this.cache && keyedAdmission(this.cache, tx !== undefined)
+      const keyed = this.#cache && keyedAdmission(this.#cache, tx !== undefined)
       const job = this.answer(await admitOne({ execute, schema: this.schema, queue: this.name, keyed, handOff: tx === undefined }, req), req)
       span.setAttributes({ 'pgonce.outcome': job.outcome as string, 'pgonce.job.id': job.id })
       return job
@@ -99,7 +101,7 @@ export class Queue<Data = unknown> implements JobOwner {
       for (const r of reqs) r.traceContext = traceContext
       const execute = await this.executor(tx, 'options.tx')
       const ending = () => reqs.filter((r) => r.dedupId !== null && (r.extend || r.replace)).map((r) => dedupFact(this.name, r.dedupId as string))
-      const { rows, rejected } = await endingFacts(this.cache, ending, tx !== undefined,
+      const { rows, rejected } = await endingFacts(this.#cache, ending, tx !== undefined,
         () => admitMany({ execute, schema: this.schema, queue: this.name }, reqs))
       if (rejected !== null) this.answer(rejected.row, reqs[rejected.index] as AddRequest, `items[${rejected.index}]`)
       return (rows ?? []).map((row, i) => this.answer(row, reqs[i] as AddRequest))
@@ -181,7 +183,7 @@ export class Queue<Data = unknown> implements JobOwner {
     const { tx } = checkOptions<WriteOptions>(options, 'options', ['tx'])
     checkJobIdRef(id, 'id')
     const execute = await this.executor(tx, 'options.tx')
-    return endingFacts(this.cache, () => 'all', tx !== undefined, () => removeJob(execute, this.schema, this.name, id))
+    return endingFacts(this.#cache, () => 'all', tx !== undefined, () => removeJob(execute, this.schema, this.name, id))
   }
 
   /** A page of this queue's jobs, newest first: pass the last id as `after` for the next page. */
@@ -248,13 +250,13 @@ export class Queue<Data = unknown> implements JobOwner {
   async close(): Promise<void> {
     if (this.closed) return
     this.closed = true
-    await this.ready.settle()
-    await this.cache?.close()
-    if (this.ownsPool) await this.pool.end()
+    await this.#ready.settle()
+    await this.#cache?.close()
+    if (this.ownsPool) await this.#pool.end()
   }
 
   private async removeKey(key: string, jobId: string | null, tx: Transactional | undefined): Promise<{ deleted: boolean; held: boolean }> {
-    return removeDedupKey(await this.executor(tx, 'options.tx'), this.cache, this.schema, this.name, key, jobId, tx !== undefined)
+    return removeDedupKey(await this.executor(tx, 'options.tx'), this.#cache, this.schema, this.name, key, jobId, tx !== undefined)
   }
 
   private async readOne(query: string, values: unknown[]): Promise<Job<Data> | null> {
@@ -263,13 +265,13 @@ export class Queue<Data = unknown> implements JobOwner {
     return row ? new Job<Data>(row, null, this) : null
   }
 
-  /** Migrates on first use, then gives the caller's `tx` or pgonce's pool as an executor. */
+  /** @internal Migrates on first use, then gives the caller's `tx` or pgonce's pool as an executor. */
   protected async executor(tx: Transactional | undefined, field = 'opts.tx'): Promise<Execute> {
     if (this.closed) throw new Error('pgonce: this Queue is closed')
     // Only an absent tx means "pgonce's pool": a null or wrong tx must not silently run outside the caller's transaction.
-    const execute = executorFor(tx === undefined ? this.pool : tx, field, this.named)
-    await this.ready.ensure()
-    await this.cache?.start()
+    const execute = executorFor(tx === undefined ? this.#pool : tx, field, this.named)
+    await this.#ready.ensure()
+    await this.#cache?.start()
     return execute
   }
 
@@ -278,7 +280,7 @@ export class Queue<Data = unknown> implements JobOwner {
     if (row.error !== null) this.outcomes.increment('rejected')
     const admitted = admittedOrThrow(row, req, field)
     this.outcomes.increment(admitted.outcome)
-    this.logger.debug({ outcome: admitted.outcome, jobId: row.id, customId: row.job_id, key: req.dedupId }, 'pgonce: add decided')
+    this.#logger.debug({ outcome: admitted.outcome, jobId: row.id, customId: row.job_id, key: req.dedupId }, 'pgonce: add decided')
     return new Job<Data>(admitted, admitted.outcome, this)
   }
 

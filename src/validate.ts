@@ -85,40 +85,74 @@ function fieldAt(field: string, path: readonly (string | number)[]): string {
 }
 
 /**
- * Checks one value below `field` for JSON. `path` (keys and indices) and
- * `ancestors` (the objects being walked, for cycles) are stacks shared by the
- * whole walk: a field name is only built for the error, never on the way.
+ * One walk over a value: `path` (keys and indices) and `ancestors` (the objects being walked, for cycles) are stacks
+ * shared by the whole walk, so that a field name is only built for an error, never on the way; `left` counts down the
+ * bytes of JSON the value may still take.
  */
-function checkJson(v: unknown, field: string, path: (string | number)[], ancestors: object[]): void {
+interface Walk {
+  field: string
+  path: (string | number)[]
+  ancestors: object[]
+  maxBytes: number
+  left: number
+}
+
+function tooLarge(field: string, maxBytes: number): never {
+  fail('TOO_LARGE', field, `is larger than the limit of ${maxBytes} bytes`)
+}
+
+/**
+ * Counts `bytes` against the size limit, and rejects the value as soon as it is passed: a value of millions of items
+ * is rejected after the first megabyte's worth, not after a walk and a JSON.stringify of the whole (seconds of a
+ * blocked event loop). `bytes` is a lower bound of what the part takes in JSON's UTF-8: a string at least its UTF-16
+ * length and its two quotes (escapes only add; no code unit takes less than a byte), a number one digit, a comma per
+ * item after the first, a key its quotes and colon, so the limit is never passed early.
+ */
+function spend(w: Walk, bytes: number): void {
+  w.left -= bytes
+  if (w.left < 0) tooLarge(w.field, w.maxBytes)
+}
+
+/** Checks one value for JSON, below `w.path`. */
+function checkJson(v: unknown, w: Walk): void {
+  const { field, path, ancestors } = w
   // The path holds one step per level above this value: the recursion stops at the limit, long before the stack does.
   if (path.length >= MAX_JSON_DEPTH) fail('TOO_DEEP', field, `is nested more than ${MAX_JSON_DEPTH} levels deep`)
   switch (typeof v) {
     case 'string':
+      spend(w, v.length + 2)
       if (v.includes('\u0000') || !v.isWellFormed()) checkWellFormed(v, fieldAt(field, path))
       return
     case 'boolean':
+      spend(w, 4)
       return
     case 'number':
+      spend(w, 1)
       if (!Number.isFinite(v)) fail('NOT_JSON', fieldAt(field, path), `${v} is not representable in JSON`)
       return
     case 'object': {
-      if (v === null) return
+      if (v === null) return spend(w, 4)
       if (ancestors.includes(v)) fail('NOT_JSON', fieldAt(field, path), 'contains a cycle')
       ancestors.push(v)
       if (Array.isArray(v)) {
+        // Brackets and commas.
+        spend(w, 1 + Math.max(v.length, 1))
         for (let i = 0; i < v.length; i++) {
           path.push(i)
           if (!(i in v)) fail('NOT_JSON', fieldAt(field, path), 'sparse arrays are not JSON')
-          checkJson(v[i], field, path, ancestors)
+          checkJson(v[i], w)
           path.pop()
         }
       } else if (isPlainObject(v)) {
         const keys = Object.keys(v)
+        // Braces, commas, and each key's quotes and colon.
+        spend(w, 1 + Math.max(keys.length, 1) + 3 * keys.length)
         for (let i = 0; i < keys.length; i++) {
           const key = keys[i] as string
           path.push(key)
+          spend(w, key.length)
           if (key.includes('\u0000') || !key.isWellFormed()) checkWellFormed(key, fieldAt(field, path))
-          checkJson(v[key], field, path, ancestors)
+          checkJson(v[key], w)
           path.pop()
         }
         if (Object.getOwnPropertySymbols(v).length > 0) fail('NOT_JSON', fieldAt(field, path), 'symbol keys are not JSON')
@@ -138,16 +172,16 @@ function checkJson(v: unknown, field: string, path: (string | number)[], ancesto
  * Serialises job data to JSON text, rejecting anything JSON would change or
  * drop silently: undefined, functions, symbols, BigInt, non-finite numbers,
  * Dates and other class instances, cycles, and strings Postgres refuses; and data
- * nested deeper than {@link MAX_JSON_DEPTH} levels (`TOO_DEEP`, naming `field` itself).
+ * nested deeper than {@link MAX_JSON_DEPTH} levels (`TOO_DEEP`, naming `field` itself), or larger than `maxBytes`
+ * (`TOO_LARGE`, as soon as the walk passes it).
  * Called once per item of a batch, so it allocates little: no closures, no
  * field names unless one is at fault, no byte count when the text cannot be too large.
  */
 export function serializeData(value: unknown, field: string, maxBytes: number): string {
-  checkJson(value, field, [], [])
+  checkJson(value, { field, path: [], ancestors: [], maxBytes, left: maxBytes })
   const text = JSON.stringify(value)
-  // A UTF-16 code unit is at most 3 bytes of UTF-8.
-  if (text.length * 3 > maxBytes && Buffer.byteLength(text, 'utf8') > maxBytes) {
-    fail('TOO_LARGE', field, `is larger than the limit of ${maxBytes} bytes`)
-  }
+  // The walk counted a lower bound; escapes and multi-byte characters may still pass the limit. A UTF-16 code unit is
+  // at most 3 bytes of UTF-8.
+  if (text.length * 3 > maxBytes && Buffer.byteLength(text, 'utf8') > maxBytes) tooLarge(field, maxBytes)
   return text
 }

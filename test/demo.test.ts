@@ -11,7 +11,7 @@ const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..')
 /** Runs examples/demo.ts the way the `demo` script does; kills it after `timeoutMs`. */
 function runDemo(env: Record<string, string>, timeoutMs: number): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolvePromise, reject) => {
-    const child = spawn(process.execPath, ['--conditions=development', '--import', 'tsx', 'examples/demo.ts'], {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'examples/demo.ts'], {
       cwd: repoRoot,
       env: { ...process.env, ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -50,6 +50,8 @@ it('fires duplicated comment events, survives a worker killed mid-send, and send
   for (const row of ['duplicates absorbed by jobId', 'duplicates absorbed by dedup key', 'duplicates absorbed by the effect ledger', 'jobs rescued after the kill']) {
     expect(stdout).toContain(row)
   }
+  // The breakdown says what its columns count.
+  expect(stdout).toMatch(/^by effect ledger: of the new jobs, those whose run found its push already recorded by ctx\.effect/m)
   // Quiet: no progress bar anywhere.
   expect(stdout + stderr).not.toContain('events fired █')
 

@@ -91,6 +91,35 @@ describe('job schedulers', () => {
     }
   })
 
+  it('an every schedule ticks on whole milliseconds: its stored ticks and each tick\'s jobId (sched:<queue>:<id>:<tick ms>)', async () => {
+    const q = queueOf('sched-whole')
+    const subMs = async () => (await db.pool.query<{ next: string; last: string | null }>(
+      `select (extract(microseconds from next_run_at)::bigint % 1000)::text as next,
+        (extract(microseconds from last_run_at)::bigint % 1000)::text as last
+       from "${db.schema}".job_schedulers where queue = 'sched-whole'`)).rows[0]
+    try {
+      await q.upsertJobScheduler('s', { every: 60_000 }, { name: 'tick' })
+      expect(await subMs()).toEqual({ next: '0', last: null })
+      // A tick due now, written by hand with microseconds: it ticks at its millisecond.
+      const { rows: [due] } = await db.pool.query<{ ms: string }>(`update "${db.schema}".job_schedulers
+        set next_run_at = now() - interval '1.234567 s' where queue = 'sched-whole'
+        returning floor(extract(epoch from next_run_at) * 1000)::bigint::text as ms`)
+      const worker = new Worker('sched-whole', async () => {}, { connectionString: db.url, schema: db.schema, maintenanceIntervalMs: 0, migrate: false })
+      try {
+        const jobIds = await waitFor(async () => {
+          const { rows } = await db.pool.query<{ job_id: string }>(`select job_id from "${db.schema}".jobs where queue = 'sched-whole'`)
+          return rows.length > 0 && rows.map((r) => r.job_id)
+        }, 10_000, 'the tick')
+        expect(jobIds).toEqual([`sched:sched-whole:s:${due?.ms}`])
+        expect(await subMs()).toEqual({ next: '0', last: '0' })
+      } finally {
+        await worker.close()
+      }
+    } finally {
+      await q.close()
+    }
+  })
+
   it('after an outage adds one job for the missed ticks, not a burst, and goes on from the next time to come', async () => {
     const q = queueOf('sched-missed')
     try {

@@ -1,65 +1,105 @@
 // The package as a user installs it: `npm pack` (its prepack build) in a copy of the repository, the tarball installed
-// into a scratch app, and that app's code run against real PostgreSQL: the JavaScript API, the types (a strict
-// TypeScript consumer), and the `pgonce` bin. pgonce is not published yet; this is what `npm install pgonce` will be.
+// into a scratch app, and that app run against real PostgreSQL the ways users run it: ESM, CommonJS, a strict
+// TypeScript consumer (with the README's tour), a webpack development build, `node --conditions=development`, and the
+// `pgonce` bin. Also what the tarball holds: no TypeScript sources, the documents its links name, no internal members
+// in its types. pgonce is not published yet; this is what `npm install pgonce` will be.
 
-import { execFile } from 'node:child_process'
-import { cpSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { readFileSync, readdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { promisify } from 'node:util'
+import webpack from 'webpack'
 import { afterAll, beforeAll, expect, it } from 'vitest'
+import { type PackedApp, filesUnder, internalMembers, markdownLinks, packAndInstall, run } from './support/packed-app.js'
 import { type TestSchema, freshSchema } from './support/schema.js'
 
-const exec = promisify(execFile)
-/** Runs a command; a failure's message carries what it printed (tsc reports its errors on stdout). */
-async function run(file: string, args: string[], options: { cwd: string; env?: NodeJS.ProcessEnv }): Promise<{ stdout: string }> {
-  try {
-    return await exec(file, args, options)
-  } catch (err) {
-    const e = err as Error & { stdout?: string; stderr?: string }
-    throw new Error(`${file} ${args.join(' ')} failed:\n${e.stdout ?? ''}${e.stderr ?? ''}`)
-  }
-}
 const ROOT = join(import.meta.dirname, '..')
 const TSC = join(ROOT, 'node_modules', '.bin', 'tsc')
+const manifest = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { peerDependencies: Record<string, string>; devDependencies: Record<string, string> }
+/** The lowest ioredis the peer range admits: its types must compile in a strict consumer too. */
+const lowestIoredis = /\d+\.\d+\.\d+/.exec(manifest.peerDependencies.ioredis ?? '')?.[0]
 
 let db: TestSchema
-let work: string
-let app: string
+let packed: PackedApp
+let installed: string
+let env: NodeJS.ProcessEnv
 
 beforeAll(async () => {
   db = await freshSchema('packed')
-  work = mkdtempSync(join(tmpdir(), 'pgonce-pack-'))
-  // A copy of what the package is built from (the repository's own dist/ is never touched).
-  const repo = join(work, 'repo')
-  mkdirSync(repo)
-  for (const f of ['src', 'sql', 'migrations', 'README.md', 'package.json', 'tsconfig.json', 'tsconfig.build.json']) {
-    cpSync(join(ROOT, f), join(repo, f), { recursive: true })
-  }
-  symlinkSync(join(ROOT, 'node_modules'), join(repo, 'node_modules'))
-  await run('npm', ['pack', '--pack-destination', work], { cwd: repo })
-  const tarball = readdirSync(work).find((f) => f.endsWith('.tgz'))
-  if (tarball === undefined) throw new Error('npm pack made no tarball')
-
-  app = join(work, 'app')
-  mkdirSync(app)
-  writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'scratch-app', version: '1.0.0', type: 'module', private: true }))
-  await run('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', join(work, tarball), '@types/node@20'], { cwd: app })
+  // What a user adds beside pgonce: pg (the README's install line), kysely (the tour's Kysely block), ioredis.
+  packed = await packAndInstall(ROOT, ['pg', `kysely@${manifest.devDependencies.kysely}`, `ioredis@${lowestIoredis}`, '@types/node@20'])
+  installed = join(packed.app, 'node_modules', 'pgonce')
+  env = { ...process.env, DATABASE_URL: db.url, SCHEMA: db.schema }
 }, 180_000)
 afterAll(async () => {
-  if (work !== undefined) rmSync(work, { recursive: true, force: true })
+  packed?.remove()
   await db?.drop()
 })
 
-it('installs from its tarball with only its dependencies, and ships no tests, benchmarks or TypeScript sources', async () => {
-  const installed = join(app, 'node_modules', 'pgonce')
-  const top = readdirSync(installed).sort()
-  expect(top).toEqual(['README.md', 'dist', 'migrations', 'package.json', 'sql'])
+/** An app's module that adds a job to `queue` and prints its outcome; `pgonce` is whatever the app's loader gives. */
+const addOne = (queue: string): string => `
+const url = process.env.DATABASE_URL, schema = process.env.SCHEMA
+const queue = new pgonce.Queue(${JSON.stringify(queue)}, { connectionString: url, schema })
+const job = await queue.add('welcome', { to: 'ada@example.com' })
+await queue.close()
+console.log(JSON.stringify({ outcome: job.outcome, state: job.state }))
+`
+
+it('ships its build, SQL, migrations and documents, and no TypeScript source, test or benchmark', () => {
+  expect(readdirSync(installed).sort()).toEqual(['README.md', 'dist', 'docs', 'migrations', 'package.json', 'sql'])
   expect(readdirSync(join(installed, 'dist'))).toEqual(['src'])
+  expect(filesUnder(installed).filter((f) => /\.[cm]?tsx?$/.test(f) && !f.endsWith('.d.ts'))).toEqual([])
 })
 
-it('runs a TypeScript app against it: migrate, add twice with one jobId, a worker runs the job once', async () => {
-  writeFileSync(join(app, 'main.ts'), `
+it('names its repository and homepage, and every export, main and bin target is a file it ships', () => {
+  const pkg = JSON.parse(readFileSync(join(installed, 'package.json'), 'utf8')) as Record<string, unknown>
+  expect(pkg.repository).toMatchObject({ type: 'git', url: expect.stringMatching(/^git\+https:\/\/github\.com\//) })
+  expect(pkg.homepage).toMatch(/^https:\/\//)
+  const targets: string[] = [pkg.main, pkg.types, ...Object.values(pkg.bin as object)] as string[]
+  const collect = (value: unknown): void => {
+    if (typeof value === 'string') targets.push(value)
+    else if (value !== null && typeof value === 'object') Object.values(value).forEach(collect)
+  }
+  collect(pkg.exports)
+  expect(targets.filter((t) => !filesUnder(installed).includes(t.replace(/^\.\//, '')))).toEqual([])
+})
+
+it("links between its documents resolve inside the package; the rest go to the repository's bench/ and examples/", () => {
+  const documents = ['README.md', ...readdirSync(join(installed, 'docs')).map((f) => `docs/${f}`)]
+  const links = documents.flatMap((doc) => markdownLinks(installed, doc))
+  expect(links.filter((l) => l.target.startsWith('docs/')).length).toBeGreaterThan(20)
+  const outside = links.filter((l) => !filesUnder(installed).includes(l.target))
+  expect(outside.filter((l) => !/^(bench|examples)\//.test(l.target))).toEqual([])
+})
+
+it('keeps the members its sources mark @internal out of its declaration files', () => {
+  const internal = internalMembers(join(ROOT, 'src'))
+  expect(internal.map((m) => m.name)).toEqual(expect.arrayContaining(['removeOwnedDeduplicationKey', 'knownRecorded', 'recordInLedger', 'repeatedEffect']))
+  const leaked = internal.filter(({ file, name }) => {
+    const declarations = readFileSync(join(installed, 'dist', 'src', file.replace(/\.ts$/, '.d.ts')), 'utf8')
+    return new RegExp(`^\\s*(?:(?:protected|public|static|readonly|get|set)\\s+)*${name}\\s*[(<?:;]`, 'm').test(declarations)
+  })
+  expect(leaked).toEqual([])
+})
+
+it('compiles in a strict TypeScript app (skipLibCheck off): an ESM program, a CommonJS module, the README tour and ioredis', async () => {
+  const readme = readFileSync(join(installed, 'README.md'), 'utf8')
+  const tour = readme.slice(readme.indexOf('## A five-minute tour'), readme.indexOf('## Guarantees'))
+  const blocks = [...tour.matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1] as string)
+  expect(blocks.length).toBe(4)
+  const [withPg, withKysely, dedup, worker] = blocks as [string, string, string, string]
+  // The names the tour takes for granted, typed as an app would type them.
+  writeFileSync(join(packed.app, 'tour.ts'), `
+import { CamelCasePlugin, Kysely, PostgresDialect, type Generated } from 'kysely'
+import { Redis } from 'ioredis'
+interface Database { comments: { id: Generated<number>; postId: number; authorId: number; body: string } }
+declare const postId: number, authorId: number, body: string, postOwnerId: number, userId: number, commentId: number
+${withPg}
+const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }), plugins: [new CamelCasePlugin()] })
+${withKysely}
+${dedup}
+${worker}
+new Queue('cached', { pool, redis: new Redis({ lazyConnect: true }) })
+`)
+  writeFileSync(join(packed.app, 'main.ts'), `
 import { Queue, Worker, ValidationError, migrate, type Job } from 'pgonce'
 
 const url = process.env.DATABASE_URL as string
@@ -83,17 +123,51 @@ await worker.close()
 await queue.close()
 console.log(JSON.stringify({ first: first.outcome, again: again.outcome, same: first.id === again.id, bad, ran }))
 `)
-  writeFileSync(join(app, 'tsconfig.json'), JSON.stringify({
+  writeFileSync(join(packed.app, 'common.cts'), `import * as pgonce from 'pgonce'\nasync function main(): Promise<void> {\n${addOne('cjs')}\n}\nvoid main()\n`)
+  writeFileSync(join(packed.app, 'tsconfig.json'), JSON.stringify({
     compilerOptions: { target: 'ES2022', module: 'NodeNext', moduleResolution: 'NodeNext', strict: true, outDir: 'out', skipLibCheck: false },
-    include: ['main.ts'],
+    files: ['main.ts', 'common.cts', 'tour.ts'],
   }))
-  await run(TSC, ['-p', 'tsconfig.json'], { cwd: app })
-  const { stdout } = await run('node', [join(app, 'out', 'main.js')], { cwd: app, env: { ...process.env, DATABASE_URL: db.url, SCHEMA: db.schema } })
+  await run(TSC, ['-p', 'tsconfig.json'], { cwd: packed.app })
+  // The ESM program: migrate, add twice with one jobId, a typed ValidationError, a worker runs the job once.
+  const { stdout } = await run(process.execPath, [join(packed.app, 'out', 'main.js')], { cwd: packed.app, env })
   expect(JSON.parse(stdout)).toEqual({ first: 'added', again: 'duplicate-job-id', same: true, bad: 'name', ran: ['ada@example.com'] })
+}, 90_000)
+
+it("runs under CommonJS with require('pgonce') where Node loads ES modules by require (20.19+), else says ERR_REQUIRE_ESM", async () => {
+  // `out/common.cjs` is the compiled common.cts: `require("pgonce")`.
+  const started = run(process.execPath, [join(packed.app, 'out', 'common.cjs')], { cwd: packed.app, env })
+  if (process.features.require_module === true) {
+    expect(JSON.parse((await started).stdout)).toEqual({ outcome: 'added', state: 'waiting' })
+  } else {
+    await expect(started).rejects.toThrow(/ERR_REQUIRE_ESM/)
+  }
+}, 30_000)
+
+it('resolves under `node --conditions=development` to the build it ships', async () => {
+  const { stdout } = await run(process.execPath, ['--conditions=development', '--input-type=module', '-e', "console.log(import.meta.resolve('pgonce'))"], { cwd: packed.app })
+  expect(stdout.trim()).toBe(`file://${join(installed, 'dist', 'src', 'index.js')}`)
+}, 30_000)
+
+it('bundles with webpack 5 in development mode for Node, and the bundle adds a job', async () => {
+  writeFileSync(join(packed.app, 'entry.mjs'), `import * as pgonce from 'pgonce'\n${addOne('bundled')}`)
+  const stats = await new Promise<webpack.Stats>((resolve, reject) => {
+    const compiler = webpack({
+      mode: 'development', target: 'node', devtool: false, context: packed.app, entry: './entry.mjs',
+      output: { path: join(packed.app, 'bundle'), filename: 'main.cjs' },
+    })
+    compiler.run((err, result) => compiler.close(() => (err ?? !result ? reject(err) : resolve(result))))
+  })
+  const { errors, warnings } = stats.toJson({ all: false, errors: true, warnings: true })
+  expect(errors?.map((e) => e.message)).toEqual([])
+  // Left unresolved: optional modules of pg (pg-native) and of ioredis's debug (supports-color); nothing of pgonce's.
+  expect(warnings?.map((w) => w.message).filter((m) => m.includes('node_modules/pgonce/'))).toEqual([])
+  const { stdout } = await run(process.execPath, [join(packed.app, 'bundle', 'main.cjs')], { cwd: packed.app, env })
+  expect(JSON.parse(stdout)).toEqual({ outcome: 'added', state: 'waiting' })
 }, 60_000)
 
-it('has the pgonce bin: stats --json reads the queue the app used', async () => {
-  const { stdout } = await run(join(app, 'node_modules', '.bin', 'pgonce'), ['stats', '--json', '--schema', db.schema, '--database-url', db.url], { cwd: app })
+it('has the pgonce bin: stats --json reads the queues the app used', async () => {
+  const { stdout } = await run(join(packed.app, 'node_modules', '.bin', 'pgonce'), ['stats', '--json', '--schema', db.schema, '--database-url', db.url], { cwd: packed.app })
   const stats = JSON.parse(stdout) as { queues: { queue: string; counts: Record<string, number> }[] }
   expect(stats.queues.find((r) => r.queue === 'emails')).toMatchObject({ queue: 'emails', counts: { completed: 1, waiting: 0, active: 0 } })
 }, 30_000)

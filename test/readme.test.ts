@@ -35,12 +35,13 @@ beforeAll(async () => {
   await app.query(`create table comments (id serial primary key, post_id int not null, author_id int not null, body text not null);
                    create table outbox (user_id int not null, comment_id int not null)`)
   await app.end()
-  // A scratch directory whose node_modules holds this checkout as `pgonce` (its `development` export: src/), pg and kysely.
+  // A scratch directory whose node_modules holds pg and kysely, and whose tsconfig.json maps `pgonce` to this checkout's
+  // src/ (tsx follows `paths`, as the repository's own scripts do).
   work = mkdtempSync(join(tmpdir(), 'pgonce-readme-'))
   mkdirSync(join(work, 'node_modules'))
-  symlinkSync(ROOT, join(work, 'node_modules', 'pgonce'))
   for (const dep of ['pg', 'kysely']) symlinkSync(join(ROOT, 'node_modules', dep), join(work, 'node_modules', dep))
   writeFileSync(join(work, 'package.json'), JSON.stringify({ type: 'module', private: true }))
+  writeFileSync(join(work, 'tsconfig.json'), JSON.stringify({ compilerOptions: { paths: { pgonce: [join(ROOT, 'src', 'index.ts')] } } }))
 })
 afterAll(async () => {
   if (work !== undefined) rmSync(work, { recursive: true, force: true })
@@ -82,7 +83,7 @@ await pool.end()
 console.log(JSON.stringify({ first: [first.outcome, first.deduplicated], again: [again.outcome, again.deduplicated, again.id === first.id] }))
 `
   writeFileSync(join(work, 'tour.ts'), script)
-  const { stdout } = await exec(join(ROOT, 'node_modules', '.bin', 'tsx'), ['--conditions=development', 'tour.ts'], {
+  const { stdout } = await exec(join(ROOT, 'node_modules', '.bin', 'tsx'), ['tour.ts'], {
     cwd: work, env: { ...process.env, DATABASE_URL: url },
   }).catch((err: Error & { stdout?: string; stderr?: string }) => {
     throw new Error(`the tour failed:\n${err.stdout ?? ''}${err.stderr ?? ''}`)

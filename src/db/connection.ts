@@ -33,7 +33,11 @@ export function openPool(opts: ConnectionOptions, logger: Logger, max = 10): Poo
     fail('INVALID_TYPE', 'options.connectionString', 'must be a non-empty string')
   }
   const pool = new pg.Pool({ connectionString: opts.connectionString, max })
-  // An idle client dropped by the server must not crash the process.
-  pool.on('error', (err) => logger.warn({ err }, 'pgonce: idle connection error'))
+  // An idle client dropped by the server must not crash the process. pg-pool puts the client on the error (its password
+  // non-enumerable, but shown by util.inspect with showHidden): the log line carries the error only.
+  pool.on('error', (err) => {
+    delete (err as { client?: unknown }).client
+    logger.warn({ err }, 'pgonce: idle connection error')
+  })
   return { pool, owned: true }
 }

@@ -88,15 +88,25 @@ export class HeldJob<Data> implements JobContext {
   cancelRequested = false
   /** In a heartbeat statement in flight: not started until it returns (see Leases.beat). */
   beating = false
-  private controller: AbortController | undefined
-  private abortReason: Error | undefined
-  private runLogger: Logger | undefined
+  #controller: AbortController | undefined
+  #abortReason: Error | undefined
+  #runLogger: Logger | undefined
+  // An ES private field: the worker's pool (and its connection string) stays out of what a logger, JSON.stringify or
+  // util.inspect reads from a handler's `ctx` (docs/observability.md, "Logging").
+  readonly #services: ContextServices
 
   constructor(
     readonly row: ClaimedRow,
     public job: Job<Data>,
-    private readonly services: ContextServices,
-  ) {}
+    services: ContextServices,
+  ) {
+    this.#services = services
+  }
+
+  /** What a logger or JSON.stringify shows of `ctx`: the run it belongs to. */
+  toJSON(): { jobId: string; jobName: string; attempt: number; aborted: boolean } {
+    return { jobId: this.id, jobName: this.row.name, attempt: this.job.attempts, aborted: this.#abortReason !== undefined }
+  }
 
   get id(): string {
     return this.row.id
@@ -108,23 +118,23 @@ export class HeldJob<Data> implements JobContext {
 
   get signal(): AbortSignal {
     // Created on first use: most handlers never look, and a controller per job costs.
-    if (this.controller === undefined) {
-      this.controller = new AbortController()
-      if (this.abortReason !== undefined) this.controller.abort(this.abortReason)
+    if (this.#controller === undefined) {
+      this.#controller = new AbortController()
+      if (this.#abortReason !== undefined) this.#controller.abort(this.#abortReason)
     }
-    return this.controller.signal
+    return this.#controller.signal
   }
 
   get logger(): Logger {
-    this.runLogger ??= this.services.logger.child({ jobId: this.id, jobName: this.row.name, attempt: this.job.attempts })
-    return this.runLogger
+    this.#runLogger ??= this.#services.logger.child({ jobId: this.id, jobName: this.row.name, attempt: this.job.attempts })
+    return this.#runLogger
   }
 
   /** Aborts `ctx.signal` (once). */
   abort(reason: Error): void {
-    if (this.abortReason !== undefined) return
-    this.abortReason = reason
-    this.controller?.abort(reason)
+    if (this.#abortReason !== undefined) return
+    this.#abortReason = reason
+    this.#controller?.abort(reason)
   }
 
   // The ctx methods are getters returning arrow functions, so that `const { transaction } = ctx` works;
@@ -155,7 +165,7 @@ export class HeldJob<Data> implements JobContext {
 
   private async completeInTransaction<T>(fn: (tx: pg.PoolClient) => Promise<T>): Promise<T> {
     this.checkUsable('ctx.transaction')
-    const { pool, store, logger } = this.services
+    const { pool, store, logger } = this.#services
     const pending = { state: 'committing' as const, result: undefined as unknown, ended: 'completed' as 'completed' | 'cancelled' }
     try {
       return await inTransaction(pool, logger, async (tx) => {
@@ -185,7 +195,7 @@ export class HeldJob<Data> implements JobContext {
 
   private async committedMeanwhile(): Promise<boolean> {
     try {
-      return (await this.services.store.recorded([this.id], [this.token])).has(this.token)
+      return (await this.#services.store.recorded([this.id], [this.token])).has(this.token)
     } catch {
       return false
     }
@@ -195,7 +205,7 @@ export class HeldJob<Data> implements JobContext {
     checkText(key, 'key')
     if (typeof fn !== 'function') fail('INVALID_TYPE', 'fn', `must be a function, got ${typeof fn}`)
     this.checkUsable('ctx.effect')
-    const { pool, effects, logger } = this.services
+    const { pool, effects, logger } = this.#services
     if (await effects.knownRecorded(key)) {
       effects.outcomes.increment('duplicate-done')
       return 'duplicate-done'
@@ -211,16 +221,16 @@ export class HeldJob<Data> implements JobContext {
   }
 
   private async runOnceOrRetryLater(key: string, work: () => unknown, opts?: RunOnceOptions): Promise<'ran' | 'duplicate-done'> {
-    const outcome = await this.services.effects.runOnce(key, work, opts)
+    const outcome = await this.#services.effects.runOnce(key, work, opts)
     if (outcome !== 'duplicate-running') return outcome
-    this.retryLaterMs = this.services.retryLaterMs
-    throw new RetryLaterError(this.services.retryLaterMs, `pgonce: '${key}' is running elsewhere; job ${this.id} retries later`)
+    this.retryLaterMs = this.#services.retryLaterMs
+    throw new RetryLaterError(this.#services.retryLaterMs, `pgonce: '${key}' is running elsewhere; job ${this.id} retries later`)
   }
 
   private async storeProgress(value: unknown): Promise<void> {
     const json = serializeData(value, 'progress', MAX_PROGRESS_BYTES)
     this.checkUsable('ctx.updateProgress')
-    if (!(await this.services.store.progress(this.id, this.token, json))) {
+    if (!(await this.#services.store.progress(this.id, this.token, json))) {
       this.lost = true
       throw new LeaseLostError(this.id)
     }

@@ -59,11 +59,13 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
   readonly runOutcomes: Counters<RunOutcome>
   /** The outcomes of this worker's ctx.effect and ctx.runOnce calls (ran, duplicate-done, …), for metrics. */
   readonly effectOutcomes: Counters<EffectOutcome>
-  private readonly opts: ResolvedWorkerOptions
-  private readonly logger: Logger
-  private readonly errors: ErrorReporter
+  // ES private fields: the options (a listen connection string, a Redis URL), the pool and the logger stay out of what
+  // a logger, JSON.stringify or util.inspect reads from a Worker (docs/observability.md, "Logging").
+  readonly #opts: ResolvedWorkerOptions
+  readonly #logger: Logger
+  readonly #errors: ErrorReporter
   /** Everything the worker runs on; lifecycle.ts starts and stops it in order. */
-  private readonly parts: WorkerParts<Data, Result>
+  readonly #parts: WorkerParts<Data, Result>
   private state: State = 'idle'
   private started: Promise<void> | undefined
   private closing: Promise<void> | undefined
@@ -73,21 +75,21 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
     this.queue = checkQueueName(queue, 'queue')
     if (typeof handler !== 'function') fail('INVALID_TYPE', 'handler', 'must be a function')
     const { resolved, connection } = resolveWorkerOptions(options)
-    this.opts = resolved
+    this.#opts = resolved
     const schema = (this.schema = resolved.schema)
     this.id = `${hostname().slice(0, 24)}:${process.pid}:${randomBytes(3).toString('hex')}`
-    this.logger = resolved.logger.child({ component: 'pgonce.worker', queue: this.queue, worker: this.id })
-    this.errors = new ErrorReporter((err) => this.listenerCount('error') > 0 && this.emit('error', err), this.logger, resolved.silent)
-    const report = (err: Error): void => this.errors.report(err)
-    const { pool, owned } = openPool(connection, this.logger, resolved.poolSize)
+    this.#logger = resolved.logger.child({ component: 'pgonce.worker', queue: this.queue, worker: this.id })
+    this.#errors = new ErrorReporter((err) => this.listenerCount('error') > 0 && this.emit('error', err), this.#logger, resolved.silent)
+    const report = (err: Error): void => this.#errors.report(err)
+    const { pool, owned } = openPool(connection, this.#logger, resolved.poolSize)
     const store = new JobStore(pool, schema, this.queue, this.id, resolved.leaseMs, resolved.preparedStatements)
     const cache = resolved.redis === undefined ? undefined
       : new Cache({ redis: resolved.redis, pool, schema, named: resolved.preparedStatements,
-        listenConnectionString: resolved.listenConnectionString, logger: this.logger })
+        listenConnectionString: resolved.listenConnectionString, logger: this.#logger })
     this.cacheOutcomes = cache?.outcomes ?? new Counters<CacheOutcome>()
     const effects = new Effects({ pool, schema, logger: resolved.logger, migrate: false, preparedStatements: resolved.preparedStatements },
       { cache, queue: this.queue })
-    const steps = new StepBatcher(store, report, this.logger)
+    const steps = new StepBatcher(store, report, this.#logger)
     const settler = new Settler<Data, Result>(store, steps, {
       owner: this,
       completed: (job, result) => this.emit('completed', job, result),
@@ -96,39 +98,39 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
       reportError: report,
       requeued: (ms) => (ms > 0 ? fetcher.wakeIn(ms) : fetcher.wake()),
       closed: () => this.state === 'closed',
-    }, this.logger, this.queue)
+    }, this.#logger, this.queue)
     this.runOutcomes = settler.outcomes
     this.effectOutcomes = effects.outcomes
-    const services = { pool, store, effects, retryLaterMs: resolved.retryLaterMs, logger: this.logger }
+    const services = { pool, store, effects, retryLaterMs: resolved.retryLaterMs, logger: this.#logger }
     const runner = new JobRunner<Data, Result>(handler, resolved.concurrency, resolved.batchSize, services, settler,
-      steps, this, { capacityChanged: () => fetcher.pump(), reportError: report }, this.logger)
+      steps, this, { capacityChanged: () => fetcher.pump(), reportError: report }, this.#logger)
     const notifier = new Notifier(listenConfig(pool, resolved.listenConnectionString, `pgonce-listener ${this.id}`), channelOf(schema), schema, this.queue,
       { workerId: this.id, leaseMs: resolved.leaseMs }, {
       onNotify: (payload) => this.notified(payload),
-      onReconnect: () => void releaseLostHandOffs(store, [...runner.held.keys()], this.logger).catch(report).finally(() => {
+      onReconnect: () => void releaseLostHandOffs(store, [...runner.held.keys()], this.#logger).catch(report).finally(() => {
         notifier.readyForHandOffs()
         fetcher.wake()
       }),
       onError: report,
-    }, this.logger)
+    }, this.#logger)
     const fetcher = new Fetcher(store, notifier, {
       demand: () => runner.demand(),
       claimed: (rows, demand, ms) => runner.claimed(rows, demand, ms),
       canTakeHandOff: () => runner.canTakeHandOff(),
       reportError: report,
-    }, resolved.pollIntervalMs, this.logger)
-    this.parts = {
+    }, resolved.pollIntervalMs, this.#logger)
+    this.#parts = {
       pool, ownsPool: owned, schema, cache, effects, notifier, fetcher, runner, steps,
-      leases: new Leases<Data>(store, runner.held, resolved.heartbeatMs, report, this.logger, () => runner.resume()),
+      leases: new Leases<Data>(store, runner.held, resolved.heartbeatMs, report, this.#logger, () => runner.resume()),
       housekeeping: new Housekeeping(pool, schema, resolved.maintenanceIntervalMs, resolved.logger, report),
-      schedules: new Schedules(pool, schema, this.queue, resolved.pollIntervalMs, this.logger, report),
+      schedules: new Schedules(pool, schema, this.queue, resolved.pollIntervalMs, this.#logger, report),
     }
     if (resolved.autorun) this.run().catch(() => {})
   }
 
   /** Backend pid of the LISTEN connection, null while it is down. */
   get listenerPid(): number | null {
-    return this.parts.notifier.pid
+    return this.#parts.notifier.pid
   }
 
   /**
@@ -137,7 +139,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
    */
   run(): Promise<void> {
     this.started ??= this.start().catch((err: Error) => {
-      this.errors.report(err)
+      this.#errors.report(err)
       throw err
     })
     return this.started
@@ -157,35 +159,35 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
   /** @internal Used by `job.removeDeduplicationKey()`: deletes the key only if job `jobId` owns it, in `tx` if given. */
   async removeOwnedDeduplicationKey(key: string, jobId: string, options?: { tx?: Transactional }): Promise<boolean> {
     const { tx } = checkOptions<{ tx?: Transactional }>(options, 'options', ['tx'])
-    const execute = executorFor(tx === undefined ? this.parts.pool : tx, 'options.tx', this.opts.preparedStatements)
-    return (await removeDedupKey(execute, this.parts.cache, this.schema, this.queue, key, jobId, tx !== undefined)).deleted
+    const execute = executorFor(tx === undefined ? this.#parts.pool : tx, 'options.tx', this.#opts.preparedStatements)
+    return (await removeDedupKey(execute, this.#parts.cache, this.schema, this.queue, key, jobId, tx !== undefined)).deleted
   }
 
   private notified(payload: string): void {
-    if (payload === this.queue) this.parts.fetcher.wake()
+    if (payload === this.queue) this.#parts.fetcher.wake()
     else if (isHandOff(payload)) {
-      const row = handedOffTo(payload, this.id, this.parts.notifier.handOffPid)
-      if (row !== null) this.parts.runner.handedOff(row)
+      const row = handedOffTo(payload, this.id, this.#parts.notifier.handOffPid)
+      if (row !== null) this.#parts.runner.handedOff(row)
     }
     // queue.cancelJob on a running job: the next heartbeat would tell; beat now.
-    else if (payload.startsWith('!cancel ')) void this.parts.leases.beat()
-    else if (payload === `!schedulers ${this.queue}`) this.parts.schedules.changed()
+    else if (payload.startsWith('!cancel ')) void this.#parts.leases.beat()
+    else if (payload === `!schedulers ${this.queue}`) this.#parts.schedules.changed()
   }
 
   private async start(): Promise<void> {
     if (this.state !== 'idle') return
     this.state = 'starting'
     const aborted = (): boolean => this.state !== 'starting'
-    if (!(await startParts(this.parts, this.opts, this.opts.logger, aborted, (err) => this.errors.report(err)))) return
+    if (!(await startParts(this.#parts, this.#opts, this.#opts.logger, aborted, (err) => this.#errors.report(err)))) return
     this.state = 'running'
-    this.logger.info({ concurrency: this.opts.concurrency, batchSize: this.opts.batchSize }, 'pgonce: worker started')
+    this.#logger.info({ concurrency: this.#opts.concurrency, batchSize: this.#opts.batchSize }, 'pgonce: worker started')
   }
 
   private async shutdown(): Promise<void> {
     const wasRunning = this.state === 'running' || this.state === 'starting'
     this.state = 'closing'
     if (wasRunning) await this.started?.catch(() => {})
-    await stopParts(this.parts, wasRunning, this.opts.closeTimeoutMs, () => (this.state = 'closed'))
-    this.logger.info('pgonce: worker closed')
+    await stopParts(this.#parts, wasRunning, this.#opts.closeTimeoutMs, () => (this.state = 'closed'))
+    this.#logger.info('pgonce: worker closed')
   }
 }

@@ -11,7 +11,7 @@ import { repoRoot } from './support.js'
 
 describe('npm run chaos (CHAOS_SECONDS=30)', () => {
   it('ends with lost=0 duplicated=0 crashed=0', async () => {
-    const child = spawn(process.execPath, ['--conditions=development', '--import', 'tsx', join(repoRoot, 'dev', 'chaos.ts')], {
+    const child = spawn(process.execPath, ['--import', 'tsx', join(repoRoot, 'dev', 'chaos.ts')], {
       cwd: repoRoot,
       env: { ...process.env, DATABASE_URL: databaseUrl(), CHAOS_SECONDS: '30' },
       stdio: ['ignore', 'pipe', 'pipe'],

@@ -22,9 +22,9 @@ export type Child = ChildProcess & {
   messages: () => Record<string, unknown>[]
 }
 
-/** Starts `test/fixtures/<script>` as `node --conditions=development --import tsx <script>` from the repo root. */
+/** Starts `test/fixtures/<script>` as `node --import tsx <script>` from the repo root. */
 export function spawnFixture(script: string, env: Record<string, string>): Child {
-  const child = spawn(process.execPath, ['--conditions=development', '--import', 'tsx', join(repoRoot, 'test', 'fixtures', script)], {
+  const child = spawn(process.execPath, ['--import', 'tsx', join(repoRoot, 'test', 'fixtures', script)], {
     cwd: repoRoot,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
