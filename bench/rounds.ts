@@ -1,8 +1,8 @@
 // The paired rounds: after the passes, each workload in each mode once more, every contender once per round, the order
 // rotating by one each round. Single passes minutes apart moved a ratio by ±15–30% on the 2-core VM this was built on
 // (W1's share of its limit read 50–105% over full runs); in rounds the machine's drift falls on every side alike.
-// Contenders: pgonce's, the baseline's and the Postgres peers' configurations whose pass came within CLOSE of their
-// side's best, and the workload's physical limit.
+// Contenders: pgonce's, the baseline's and the best Postgres peer's configurations whose pass came within CLOSE of
+// their side's best, and the workload's physical limit.
 
 import pg from 'pg'
 import { type Mode, type RunSettings, type Sizes } from './config.js'
@@ -68,8 +68,8 @@ export function perRoundOf(id: WorkloadId, s: Sizes, rounds: number): number {
   }
 }
 
-/** The configurations of `group` whose correct pass at `id` in `mode` came within CLOSE of the group's best. */
-function closeConfigs(group: Ran[], id: WorkloadId, mode: Mode): Entrant[] {
+/** The configurations of `group` whose correct pass at `id` in `mode` came within `close` of the group's best. */
+function closeConfigs(group: Ran[], id: WorkloadId, mode: Mode, close = CLOSE): Entrant[] {
   const ran = group.flatMap((r) => r.passes.filter((p) => p.mode === mode && p.workloads[id]?.correct).flatMap((p) => {
     const value = valueOf(id, p.workloads[id])
     const letter = r.configs.find((c) => c.key === p.config)?.letter ?? '?'
@@ -77,16 +77,23 @@ function closeConfigs(group: Ran[], id: WorkloadId, mode: Mode): Entrant[] {
   }))
   const best = ran.reduce<number | undefined>((b, x) => (b === undefined || better(id, x.value, b) ? x.value : b), undefined)
   if (best === undefined) return []
-  return ran.filter((x) => (KIND[id] === 'rate' ? x.value * CLOSE >= best : x.value <= best * CLOSE)).map((x) => x.entrant)
+  return ran.filter((x) => (KIND[id] === 'rate' ? x.value * close >= best : x.value <= best * close)).map((x) => x.entrant)
 }
 
-/** The contenders for `id` in `mode`: pgonce's, the baseline's and the peers' close configurations, and the limit. */
+/**
+ * The contenders for `id` in `mode`: pgonce's and the baseline's close configurations, the best Postgres peer's
+ * (one system: the sides of an add workload are open at once, each with its pool, and a server's 100 connections
+ * did not hold four peers' pools beside pgonce's and the limit's), and the limit.
+ */
 export function contenders(ran: Ran[], id: WorkloadId, mode: Mode): Entrant[] {
   const own = (sid: SystemId) => ran.filter((r) => r.info.id === sid)
   const peers = ran.filter((r) => r.info.backend === 'postgres' && r.info.id !== 'pgonce' && r.info.id !== 'pgonce-baseline')
+  const [bestPeer] = closeConfigs(peers, id, mode, 1)
   const limit: Entrant[] = LIMIT_LABEL[id] ? [{ id: 'limit', label: 'limit', config: '', letter: '' }] : []
   const ours = closeConfigs(own('pgonce'), id, mode)
-  return ours.length ? [...ours, ...closeConfigs(own('pgonce-baseline'), id, mode), ...closeConfigs(peers, id, mode), ...limit] : []
+  if (ours.length === 0) return []
+  const peer = bestPeer ? closeConfigs(own(bestPeer.id as SystemId), id, mode) : []
+  return [...ours, ...closeConfigs(own('pgonce-baseline'), id, mode), ...peer, ...limit]
 }
 
 /** A drain as a round's side: each round one whole drain in a fresh database. */
