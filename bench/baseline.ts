@@ -1,5 +1,6 @@
 // BENCH_BASELINE=<git ref>: a checkout of pgonce at that ref (a detached git worktree in a temp directory, with a link
-// to this repository's node_modules), benchmarked beside the working tree in the same run.
+// to this repository's node_modules; its src/ is imported through tsx), run as one more system in the same passes and
+// paired rounds as the working tree.
 
 import { execFile } from 'node:child_process'
 import { existsSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs'
@@ -59,7 +60,6 @@ export async function checkOutBaseline(ref: string, log: (message: string) => vo
         log(`could not remove the baseline worktree: ${(err as Error).message}`)
       }
       if (existsSync(dir)) rmSync(dir, { recursive: true, force: true })
-      await git('worktree', 'prune').catch(() => '')
     },
   }
 }

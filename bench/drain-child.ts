@@ -4,7 +4,7 @@ import pg from 'pg'
 import { errorText, pollUntil, within } from './measure.js'
 import { countRoundTrips } from './round-trips.js'
 import { systemById } from './systems/registry.js'
-import { walBytesSince, walPosition } from './wal.js'
+import { walBytesSince, walPosition } from './workloads/context.js'
 
 export interface DrainTask {
   system: string
@@ -90,7 +90,7 @@ async function drain(task: DrainTask): Promise<DrainReport> {
 }
 
 const raw = process.env.BENCH_DRAIN
-if (!raw || !process.send) throw new Error('drain-child runs as a child of bench/run.ts (BENCH_DRAIN and an IPC channel)')
+if (!raw || !process.send) throw new Error('drain-child runs as a child of bench/workloads/drain.ts (BENCH_DRAIN and an IPC channel)')
 const send = process.send.bind(process)
 const answer = await drain(JSON.parse(raw) as DrainTask).then(
   (report) => ({ ok: true, report }),

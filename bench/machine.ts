@@ -3,7 +3,7 @@
 import { cpus, hostname, totalmem } from 'node:os'
 import { Redis } from 'ioredis'
 import pg from 'pg'
-import type { Machine } from './run-result.js'
+import type { Machine } from './results.js'
 
 /** Redis's version at `url`, or null when it does not answer within a second. */
 export async function redisVersion(url: string): Promise<string | null> {

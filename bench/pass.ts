@@ -1,68 +1,18 @@
-// One pass of the benchmark: a system in one configuration and one maintenance mode, in a fresh database of the
-// server, its workloads run one after another in table order. Shared by `npm run bench` (run.ts) and the paired
-// comparison with a baseline checkout (pairs.ts).
+// One pass: a system in one configuration and one maintenance mode, in a fresh database of the server, its workloads
+// one after another in table order; W4 and W8 each in a fresh database of its own.
 
 import pg from 'pg'
-import type { RunSettings } from './config.js'
+import type { Mode, RunSettings, Sizes } from './config.js'
+import { MODE_LABEL } from './config.js'
 import { dropDatabase, freshDatabase } from './databases.js'
-import { errorText, runProducers } from './measure.js'
-import { countRoundTrips } from './round-trips.js'
-import { type SystemConfig, type SystemInfo, WORKLOAD_IDS } from './systems/system.js'
-import { bulkAdds, concurrentAdds, sequentialAdds } from './workloads/add-throughput.js'
-import { MODE_LABEL, type Mode, type WorkloadContext, type WorkloadId, type WorkloadResult, maintain, payloads } from './workloads/context.js'
-import { dedupAdds, duplicateAddLatency } from './workloads/dedup.js'
-import { deepBacklog, drainBacklog } from './workloads/drain.js'
-import { pickupLatency } from './workloads/pickup-latency.js'
-
-const WORKLOADS: Record<WorkloadId, (ctx: WorkloadContext) => Promise<WorkloadResult>> = {
-  W1: sequentialAdds,
-  W2: concurrentAdds,
-  W3: bulkAdds,
-  W4: drainBacklog,
-  W5: dedupAdds,
-  W6: pickupLatency,
-  W7: duplicateAddLatency,
-  W8: deepBacklog,
-}
+import { errorText } from './measure.js'
+import { type BenchSystem, type SystemConfig, type SystemInfo, WORKLOAD_IDS, type WorkloadId } from './systems/system.js'
+import { type DrainContext, type WorkloadResult, maintain, probe } from './workloads/context.js'
+import { DRAINS, type DrainId, isDrain } from './workloads/drain.js'
+import { openTimed } from './workloads/timed.js'
 
 export const log = (message: string): void => {
   process.stderr.write(`[bench] ${message}\n`)
-}
-
-function summary(r: WorkloadResult): string {
-  const figures = r.perSecond !== undefined ? `${Math.round(r.perSecond)}/s` : `p50 ${r.p50Ms?.toFixed(2)} ms, p99 ${r.p99Ms?.toFixed(2)} ms`
-  return `${figures}${r.correct ? '' : ` WRONG: ${r.note}`}`
-}
-
-/** The Redis URL with a key prefix of this run's own, so that it never touches anyone else's keys. */
-function redisTarget(redisUrl: string): string {
-  const url = new URL(redisUrl)
-  url.searchParams.set('prefix', `pgonce-bench-${process.pid}-${Date.now().toString(36)}`)
-  return url.toString()
-}
-
-/** A few untimed adds, so that connections, prepared statements and the JIT are warm before the first workload. */
-async function warmUp(ctx: WorkloadContext): Promise<void> {
-  await ctx.system.prepare('warmup')
-  await runProducers(20 * ctx.sizes.producers, ctx.sizes.producers, (i) => ctx.system.add('warmup', { i }))
-  for (let b = 0; b < 2; b++) await ctx.system.addBulk('warmup', payloads(b * 1000, 1000))
-}
-
-/**
- * W4 and W8 time the backlog of one queue: each runs in a database (or under a Redis prefix) of its own, so that the
- * jobs earlier workloads left waiting in other queues (65,000 from W1–W3, never consumed) do not weigh on it.
- * They did on graphile-worker, whose fetch skips waiting jobs of tasks the worker does not handle: with W3's 50,000
- * left in its table its W8 fell from ~55,000 to ~35,000 jobs/s, in a full run to ~27,000.
- */
-const OWN_DATABASE = new Set<WorkloadId>(['W4', 'W8'])
-
-/** One pass: a configuration in a mode, over its workloads, from a fresh database. */
-export interface PassRun {
-  config: string
-  mode: Mode
-  workloads: Partial<Record<WorkloadId, WorkloadResult>>
-  /** Why a workload (or opening the system) failed. */
-  errors: Partial<Record<WorkloadId | 'open', string>>
 }
 
 export interface PassSpec {
@@ -71,42 +21,20 @@ export interface PassSpec {
   mode: Mode
 }
 
-/** Opens `spec`'s system in a fresh database `database` (or a fresh Redis prefix), runs `fn`, closes it and drops the database. */
-async function inFreshDatabase<T>(spec: PassSpec, serverUrl: string, settings: RunSettings, database: string,
-  fn: (ctx: WorkloadContext) => Promise<T>): Promise<T> {
-  const { info, config, mode } = spec
-  const url = info.backend === 'postgres' ? await freshDatabase(serverUrl, database) : redisTarget(settings.redisUrl)
-  const admin = info.backend === 'postgres' ? new pg.Pool({ connectionString: url, max: 1 }) : null
-  // Ended before the forced drop of the database, which can still reach its closing client (see systems/pgonce.ts).
-  admin?.on('error', () => {})
-  try {
-    const system = await info.open(url, config)
-    try {
-      return await fn({
-        info, config, system, url, sizes: settings.sizes, admin, roundTrips: countRoundTrips(), mode,
-        beforeTimed: () => maintain(admin, mode),
-      })
-    } finally {
-      await system.close()
-    }
-  } finally {
-    await admin?.end()
-    if (info.backend === 'postgres') await dropDatabase(serverUrl, database)
-  }
+export interface PassRun {
+  config: string
+  mode: Mode
+  workloads: Partial<Record<WorkloadId, WorkloadResult>>
+  /** Why a workload (or opening the system) failed. */
+  errors: Partial<Record<WorkloadId | 'open', string>>
 }
 
-/**
- * W4 or W8 alone, as a pass runs it (its own fresh database, after a CHECKPOINT), without the pass's other workloads:
- * one side of a drain paired in rounds (bench/paired-drains.ts). Throws when it fails or its outcome is wrong.
- */
-export async function runDrainAlone(spec: PassSpec, id: 'W4' | 'W8', serverUrl: string, settings: RunSettings): Promise<WorkloadResult> {
-  const database = `pgonce_bench_${spec.info.id.replace(/-/g, '_')}_${id.toLowerCase()}`
-  const result = await inFreshDatabase(spec, serverUrl, settings, database, async (ctx) => {
-    if (ctx.admin) await ctx.admin.query('checkpoint').catch(() => {})
-    return WORKLOADS[id](ctx)
-  })
-  if (!result.correct) throw new Error(`${spec.info.label} ${id}: ${result.note ?? 'wrong outcome'}`)
-  return result
+/** The operations a pass times for each workload. */
+export function passSize(id: WorkloadId, s: Sizes): number {
+  const sizes: Record<WorkloadId, number> = {
+    W1: s.w1Adds, W2: s.w2Adds, W3: s.w3Jobs, W4: s.w4Jobs, W5: s.w5Adds, W6: s.w6Samples, W7: s.w7Samples, W8: s.w8Window,
+  }
+  return sizes[id]
 }
 
 /** The workloads `config` competes in, of those this run selected. */
@@ -116,23 +44,83 @@ export function workloadsOf(config: SystemConfig, settings: RunSettings): Worklo
     .filter((id) => id !== 'W8' || settings.sizes.w8Queued > 0)
 }
 
-/** One pass: fresh database, CHECKPOINT, warm-up, then `workloads` in table order (W4 and W8 in databases of their own). */
+/** The Redis URL with a key prefix of this run's own, so that it never touches anyone else's keys. */
+function redisTarget(redisUrl: string): string {
+  const url = new URL(redisUrl)
+  url.searchParams.set('prefix', `pgonce-bench-${process.pid}-${Date.now().toString(36)}`)
+  return url.toString()
+}
+
+/** Opens `spec`'s system in the fresh database `database` (or under a fresh Redis prefix), runs `fn`, closes it all. */
+export async function inFreshDatabase<T>(spec: PassSpec, serverUrl: string, settings: RunSettings, database: string,
+  fn: (ctx: DrainContext) => Promise<T>): Promise<T> {
+  const postgres = spec.info.backend === 'postgres'
+  const url = postgres ? await freshDatabase(serverUrl, database) : redisTarget(settings.redisUrl)
+  const admin = postgres ? new pg.Pool({ connectionString: url, max: 1 }) : null
+  // Ended before the forced drop of the database, which can still reach its closing client (see bench/databases.ts).
+  admin?.on('error', () => {})
+  try {
+    // Every pass and drain starts from the same server state: the previous one's dirty pages written out, not
+    // flushed in the background during this one. Needs superuser (or pg_checkpoint); skipped if refused.
+    await admin?.query('checkpoint').catch(() => {})
+    const system = await spec.info.open(url, spec.config)
+    try {
+      return await fn({ info: spec.info, config: spec.config, system, url, sizes: settings.sizes, admin, mode: spec.mode })
+    } finally {
+      await system.close()
+    }
+  } finally {
+    await admin?.end()
+    if (postgres) await dropDatabase(serverUrl, database)
+  }
+}
+
+/**
+ * W4 or W8 in a database of its own: the jobs earlier workloads left waiting in other queues would weigh on it (they
+ * did on graphile-worker, whose fetch walks past waiting jobs of tasks it does not handle). Throws on a wrong outcome
+ * when `strict` (a round); a pass records it.
+ */
+export async function runDrain(spec: PassSpec, id: DrainId, serverUrl: string, settings: RunSettings, strict = true): Promise<WorkloadResult> {
+  const database = `pgonce_bench_${spec.info.id.replace(/-/g, '_')}_${id.toLowerCase()}`
+  const result = await inFreshDatabase(spec, serverUrl, settings, database, DRAINS[id])
+  if (strict && !result.correct) throw new Error(`${spec.info.label} ${id}: ${result.note ?? 'wrong outcome'}`)
+  return result
+}
+
+/** One of W1–W3, W5–W7 on the pass's system: warm-up, the mode's maintenance, one timed section, the check. */
+async function timedPass(id: Exclude<WorkloadId, DrainId>, system: BenchSystem, admin: pg.Pool | null, settings: RunSettings,
+  mode: Mode): Promise<WorkloadResult> {
+  const n = passSize(id, settings.sizes)
+  const timed = await openTimed(id, system, settings.sizes)
+  try {
+    await timed.warm()
+    await maintain(admin, mode)
+    const { value, ...probed } = await probe(admin, n, () => timed.run(n, 0))
+    const wrong = await timed.check()
+    return { ops: n, ...probed, ...value, correct: wrong === null, ...(wrong ? { note: wrong } : {}) }
+  } finally {
+    await timed.close()
+  }
+}
+
+function summary(r: WorkloadResult): string {
+  const figures = r.perSecond !== undefined ? `${Math.round(r.perSecond)}/s` : `p50 ${r.p50Ms?.toFixed(2)} ms, p99 ${r.p99Ms?.toFixed(2)} ms`
+  return `${figures}${r.correct ? '' : ` WRONG: ${r.note}`}`
+}
+
+/** One pass over `workloads`, in table order. */
 export async function runPass(spec: PassSpec, workloads: WorkloadId[], serverUrl: string, settings: RunSettings, letter: string): Promise<PassRun> {
   const pass: PassRun = { config: spec.config, mode: spec.mode, workloads: {}, errors: {} }
   const name = `${spec.info.label} [${letter}] ${MODE_LABEL[spec.mode]}`
   const database = `pgonce_bench_${spec.info.id.replace(/-/g, '_')}`
   try {
-    await inFreshDatabase(spec, serverUrl, settings, database, async (ctx) => {
-      // Every pass starts from the same server state: the previous pass's dirty pages written out, not flushed in the
-      // background during this one's first workloads. Needs superuser (or pg_checkpoint); skipped if refused.
-      if (ctx.admin) await ctx.admin.query('checkpoint').catch((err: Error) => log(`checkpoint skipped: ${err.message}`))
-      await warmUp(ctx)
+    await inFreshDatabase(spec, serverUrl, settings, database, async ({ system, admin }) => {
       for (const id of workloads) {
         const started = performance.now()
         try {
-          const result = OWN_DATABASE.has(id)
-            ? await inFreshDatabase(spec, serverUrl, settings, `${database}_${id.toLowerCase()}`, WORKLOADS[id])
-            : await WORKLOADS[id](ctx)
+          const result = isDrain(id)
+            ? await runDrain(spec, id, serverUrl, settings, false)
+            : await timedPass(id, system, admin, settings, spec.mode)
           pass.workloads[id] = result
           log(`${name} ${id}: ${summary(result)} (${((performance.now() - started) / 1000).toFixed(1)} s)`)
         } catch (err) {
@@ -147,4 +135,3 @@ export async function runPass(spec: PassSpec, workloads: WorkloadId[], serverUrl
   }
   return pass
 }
-

@@ -19,9 +19,8 @@ function packageVersionAt(root: URL): string {
 
 /**
  * The batch cap of the `large-batches` configuration: the Worker's `batchSize`, which caps each claim and each
- * completion statement (the default, 500, holds a drain's claims to ~250 jobs). Chosen with `dev/drain-probe.ts
- * BATCH_SIZE=…` over 100,000 no-op jobs: 2,000 drained 1.12–1.34× faster than 500 in five alternated rounds, 4,000 no
- * faster than 2,000 (bench/README.md, "Claims of 2,000").
+ * completion statement. 2,000 drained 100,000 no-op jobs 1.12–1.34× faster than the default in alternated rounds, 4,000
+ * no faster than 2,000 (bench/DECISIONS.md, "Claims of up to batchSize").
  */
 export const LARGE_BATCH_SIZE = 2_000
 

@@ -1,28 +1,18 @@
-// What every workload gets (the opened system, sizes, probes) and what it reports.
+// What a pass records of a workload, what a drain is given, and the helpers they share (maintenance, round trips
+// and WAL around a timed section, payloads, backlogs).
 
 import type pg from 'pg'
 import type { Mode, Sizes } from '../config.js'
+import { countRoundTrips } from '../round-trips.js'
 import type { BenchSystem, SystemInfo } from '../systems/system.js'
-import { walBytesSince, walPosition } from '../wal.js'
-
-export type { WorkloadId } from '../systems/system.js'
-export { MODES, type Mode } from '../config.js'
-
-/** How each mode is named in the table and the log. */
-export const MODE_LABEL: Record<Mode, string> = { 'as-is': 'as is', analysed: 'after VACUUM ANALYZE + CHECKPOINT' }
 
 export interface WorkloadResult {
   /** Adds or jobs timed. */
   ops: number
   ms: number
-  /** Throughput workloads: ops per second. */
   perSecond?: number
-  /** Latency workloads, in milliseconds. */
   p50Ms?: number
   p99Ms?: number
-  /** W5: jobs that exist after the run, and how many must. */
-  created?: number
-  expected?: number
   /** Queries sent through node-postgres per op (producer and consumer side). */
   roundTripsPerOp?: number
   /** WAL bytes per op (server-wide, so other load on the server inflates it). */
@@ -30,25 +20,22 @@ export interface WorkloadResult {
   /** W4/W8: the consumer process's peak RSS while processing, and its RSS just before. */
   peakRssMb?: number
   startRssMb?: number
-  /** False when the outcome was wrong (wrong job count, lost jobs). */
+  /** False when the outcome was wrong (a wrong job count, lost jobs); `note` says what. */
   correct: boolean
   note?: string
 }
 
-export interface WorkloadContext {
+/** A system opened in a fresh database for one drain. */
+export interface DrainContext {
   info: SystemInfo
-  /** The key of the configuration `system` was opened in. */
   config: string
   system: BenchSystem
-  /** Where the system lives: its fresh database, or the Redis URL. */
+  /** The system's database (or the Redis URL). */
   url: string
   sizes: Sizes
-  /** A pool on the system's database for WAL probes; null for the Redis reference. */
+  /** On the system's database; null for the Redis reference. */
   admin: pg.Pool | null
-  roundTrips: () => number
   mode: Mode
-  /** Call right before starting the clock (after any untimed setup): applies `mode`'s maintenance. */
-  beforeTimed: () => Promise<void>
 }
 
 /** `mode`'s maintenance on the database `admin` is connected to (nothing for `as-is`, or without a database). */
@@ -59,17 +46,29 @@ export async function maintain(admin: pg.Pool | pg.Client | null, mode: Mode): P
   await admin.query('checkpoint').catch(() => {})
 }
 
-/** Runs `timed` (which returns elapsed ms) and adds round trips and WAL per op around it. */
-export async function probe(ctx: WorkloadContext, ops: number, timed: () => Promise<number>): Promise<Pick<WorkloadResult, 'ms' | 'roundTripsPerOp' | 'walBytesPerOp'>> {
-  const wal = ctx.admin ? await walPosition(ctx.admin) : null
-  const sentBefore = ctx.roundTrips()
-  const ms = await timed()
-  const sent = ctx.roundTrips() - sentBefore
-  const walBytes = ctx.admin && wal !== null ? await walBytesSince(ctx.admin, wal) : null
+export async function walPosition(db: pg.Pool | pg.Client): Promise<string> {
+  const { rows } = await db.query<{ lsn: string }>('select pg_current_wal_lsn()::text as lsn')
+  return (rows[0] as { lsn: string }).lsn
+}
+
+export async function walBytesSince(db: pg.Pool | pg.Client, from: string): Promise<number> {
+  const { rows } = await db.query<{ bytes: string }>('select pg_wal_lsn_diff(pg_current_wal_lsn(), $1::pg_lsn)::bigint::text as bytes', [from])
+  return Number((rows[0] as { bytes: string }).bytes)
+}
+
+/** Runs `timed` and measures the queries this process sent and the WAL the server wrote meanwhile, per op. */
+export async function probe<T>(admin: pg.Pool | null, ops: number, timed: () => Promise<T>): Promise<{ value: T; ms: number } & Pick<WorkloadResult, 'roundTripsPerOp' | 'walBytesPerOp'>> {
+  const sentSoFar = countRoundTrips()
+  const wal = admin ? await walPosition(admin) : null
+  const before = sentSoFar()
+  const started = performance.now()
+  const value = await timed()
+  const ms = performance.now() - started
+  const sent = sentSoFar() - before
   return {
+    value,
     ms,
-    ...(ctx.info.backend === 'postgres' ? { roundTripsPerOp: sent / ops } : {}),
-    ...(walBytes !== null ? { walBytesPerOp: walBytes / ops } : {}),
+    ...(admin && wal !== null ? { roundTripsPerOp: sent / ops, walBytesPerOp: (await walBytesSince(admin, wal)) / ops } : {}),
   }
 }
 
@@ -78,8 +77,8 @@ export function payloads(from: number, count: number): { i: number }[] {
   return Array.from({ length: count }, (_, k) => ({ i: from + k }))
 }
 
-/** Adds `total` jobs to `queue` in bulk batches from `producers` loops (untimed setup for W4/W8). */
-export async function enqueueBacklog(ctx: WorkloadContext, queue: string, total: number, producers = 1): Promise<number> {
+/** Adds `total` jobs to `queue` in bulk batches from `producers` loops (untimed set-up of W4 and W8). */
+export async function enqueueBacklog(ctx: DrainContext, queue: string, total: number, producers = 1): Promise<number> {
   const batch = ctx.sizes.bulkBatch
   const batches = Math.ceil(total / batch)
   const started = performance.now()

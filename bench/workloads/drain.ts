@@ -4,7 +4,7 @@ import { spawn } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import type { DrainReport, DrainTask } from '../drain-child.js'
 import { perSecond } from '../measure.js'
-import { type WorkloadContext, type WorkloadResult, enqueueBacklog } from './context.js'
+import { type DrainContext, type WorkloadResult, enqueueBacklog, maintain } from './context.js'
 
 const CHILD = fileURLToPath(new URL('../drain-child.ts', import.meta.url))
 /** The repository root, where `--import tsx` resolves. */
@@ -49,22 +49,22 @@ function fromReport(report: DrainReport, ops: number): Omit<WorkloadResult, 'cor
 }
 
 /** W4: a backlog of no-op jobs drained with concurrency 16, until every completion is stored. */
-export async function drainBacklog(ctx: WorkloadContext): Promise<WorkloadResult> {
+export async function drainBacklog(ctx: DrainContext): Promise<WorkloadResult> {
   const n = ctx.sizes.w4Jobs
   await ctx.system.prepare('w4')
   await enqueueBacklog(ctx, 'w4', n)
-  await ctx.beforeTimed()
+  await maintain(ctx.admin, ctx.mode)
   const report = await runChild({ system: ctx.info.id, config: ctx.config, url: ctx.url, queue: 'w4', target: n, waitForCompletion: true, deadlineMs: DEADLINE_MS })
   const correct = report.handled === n
   return { ...fromReport(report, n), correct, ...(correct ? {} : { note: `${report.handled} handler runs for ${n} jobs` }) }
 }
 
 /** W8: throughput over the head of a deep backlog (loaded untimed; vacuumed and analysed only in the `analysed` mode). */
-export async function deepBacklog(ctx: WorkloadContext): Promise<WorkloadResult> {
+export async function deepBacklog(ctx: DrainContext): Promise<WorkloadResult> {
   const { w8Queued: queued, w8Window: window } = ctx.sizes
   await ctx.system.prepare('w8')
   const loadMs = await enqueueBacklog(ctx, 'w8', queued, 4)
-  await ctx.beforeTimed()
+  await maintain(ctx.admin, ctx.mode)
   const report = await runChild({ system: ctx.info.id, config: ctx.config, url: ctx.url, queue: 'w8', target: window, waitForCompletion: false, deadlineMs: DEADLINE_MS })
   return {
     ...fromReport(report, window),
@@ -72,3 +72,7 @@ export async function deepBacklog(ctx: WorkloadContext): Promise<WorkloadResult>
     note: `first ${window.toLocaleString('en-US')} of ${queued.toLocaleString('en-US')} queued jobs; backlog loaded in ${(loadMs / 1000).toFixed(1)} s`,
   }
 }
+
+export const DRAINS = { W4: drainBacklog, W8: deepBacklog } as const
+export type DrainId = keyof typeof DRAINS
+export const isDrain = (id: string): id is DrainId => id === 'W4' || id === 'W8'
