@@ -117,7 +117,10 @@ export class Job<Data = unknown> {
     this.deduplicated = outcome === null ? null : outcome !== 'added' && outcome !== 'replaced'
   }
 
-  /** Deletes this job's dedup key only if this generation still owns it; true if it did. */
+  /**
+   * Deletes this job's dedup key only if this generation still owns it; true if the key was held (an expired TTL key
+   * this job owned is deleted too, and answers false, as `queue.removeDeduplicationKey` does).
+   */
   async removeDeduplicationKey(options?: { tx?: Transactional }): Promise<boolean> {
     if (this.deduplicationId === null) return false
     return this.owner.removeOwnedDeduplicationKey(this.deduplicationId, this.id, options)

@@ -143,10 +143,10 @@ export class Queue<Data = unknown> implements JobOwner {
     return (await this.removeKey(key, null, tx)).held
   }
 
-  /** @internal Used by `job.removeDeduplicationKey()`: deletes the key only if job `jobId` owns it. */
+  /** @internal Used by `job.removeDeduplicationKey()`: deletes the key only if job `jobId` owns it; true if it was held. */
   async removeOwnedDeduplicationKey(key: string, jobId: string, options?: WriteOptions): Promise<boolean> {
     const { tx } = checkOptions<WriteOptions>(options, 'options', ['tx'])
-    return (await this.removeKey(key, jobId, tx)).deleted
+    return (await this.removeKey(key, jobId, tx)).held
   }
 
   /**

@@ -154,11 +154,11 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
     return this.closing
   }
 
-  /** @internal Used by `job.removeDeduplicationKey()`: deletes the key only if job `jobId` owns it, in `tx` if given. */
+  /** @internal Used by `job.removeDeduplicationKey()`: deletes the key only if job `jobId` owns it, in `tx` if given; true if it was held. */
   async removeOwnedDeduplicationKey(key: string, jobId: string, options?: { tx?: Transactional }): Promise<boolean> {
     const { tx } = checkOptions<{ tx?: Transactional }>(options, 'options', ['tx'])
     const execute = executorFor(tx === undefined ? this.parts.pool : tx, 'options.tx', this.opts.preparedStatements)
-    return (await removeDedupKey(execute, this.parts.cache, this.schema, this.queue, key, jobId, tx !== undefined)).deleted
+    return (await removeDedupKey(execute, this.parts.cache, this.schema, this.queue, key, jobId, tx !== undefined)).held
   }
 
   private notified(payload: string): void {

@@ -363,12 +363,13 @@ export class AdmissionModel {
     return held
   }
 
-  /** job.removeDeduplicationKey(): deletes the row only if this job owns it; true if a row went. */
+  /** job.removeDeduplicationKey(): deletes the row only if this job owns it; true if it was held. */
   removeOwnKey(id: number): boolean {
     const j = this.mustGet(id)
     if (j.key === null || this.s.keys.get(j.key)?.owner !== id) return false
+    const held = this.heldOwner(j.key) !== null
     this.s.keys.delete(j.key)
-    return true
+    return held
   }
 
   /** A job row deleted by hand. */

@@ -76,7 +76,7 @@ export function removeKey(queue: { removeDeduplicationKey(key: string): Promise<
   return queue.removeDeduplicationKey(key)
 }
 
-/** job.removeDeduplicationKey() on the job as read back by id: true if this generation owned the key's row. */
+/** job.removeDeduplicationKey() on the job as read back by id: true if this generation owned the key and it was held. */
 export async function removeOwnKey(
   queue: { getJob(id: string): Promise<{ removeDeduplicationKey(): Promise<boolean> } | null> }, id: string): Promise<boolean> {
   const job = await queue.getJob(id)
