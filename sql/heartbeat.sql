@@ -1,4 +1,4 @@
--- Extends by $3 ms the leases of claimed and active jobs ($1 ids, $2 lock tokens) still held with those tokens; returns
+-- Extends by $3 ms the leases of active jobs ($1 ids, $2 lock tokens) still held with those tokens; returns
 -- their tokens (a missing one: lease lost) and whether queue.cancelJob asked the job to stop.
 -- Each job is found by primary key: "state || ''" keeps any plan from driving the update from the jobs_leases partial
 -- index, whose row estimate (the leases at the last ANALYZE) is often far too small.

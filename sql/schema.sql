@@ -120,9 +120,9 @@ create table pgonce.jobs (
   trace_context text,
   stalls integer not null default 0,
   constraint jobs_pkey PRIMARY KEY (id),
-  constraint jobs_state_check CHECK ((state = ANY (ARRAY['waiting'::text, 'delayed'::text, 'waiting-children'::text, 'claimed'::text, 'active'::text, 'completed'::text, 'failed'::text, 'cancelled'::text])))
+  constraint jobs_state_check CHECK ((state = ANY (ARRAY['waiting'::text, 'delayed'::text, 'waiting-children'::text, 'active'::text, 'completed'::text, 'failed'::text, 'cancelled'::text])))
 );
-comment on table pgonce.jobs is 'One row per job generation. state: waiting|delayed|waiting-children|claimed|active|completed|failed|cancelled (claimed: leased by a worker, handler not started). attempts counts handler starts.';
+comment on table pgonce.jobs is 'One row per job generation. state: waiting|delayed|waiting-children|active|completed|failed|cancelled. attempts counts handler starts.';
 comment on column pgonce.jobs.has_dependents is 'A job added with dependsOn names this one: its end promotes or fails them (jobs_finished).';
 comment on column pgonce.jobs.cancel_requested_at is 'queue.cancelJob() on a running job: its handler is aborted and it ends cancelled.';
 comment on column pgonce.jobs.trace_context is 'W3C traceparent of the add, continued by the worker''s span.';
@@ -168,17 +168,6 @@ create table pgonce.settings (
 );
 comment on table pgonce.settings is 'ledger_retention_ms: processed_effects rows older than this are pruned by housekeeping; null (the default): the ledger is kept forever.';
 
-create table pgonce.worker_listeners (
-  worker_id text not null,
-  queue text not null,
-  backend_pid integer not null,
-  lease_ms bigint not null,
-  connected_at timestamp with time zone not null default now(),
-  constraint worker_listeners_pkey PRIMARY KEY (worker_id),
-  constraint worker_listeners_lease_ms_check CHECK ((lease_ms > 0))
-);
-comment on table pgonce.worker_listeners is 'One row per worker LISTEN session (written when it connects, deleted at close or by the next worker of the queue to connect once the session is gone). A plain add hands its job to a listed worker whose _handoff_key advisory lock is held (it sleeps with a free slot).';
-
 CREATE INDEX dedup_keys_expiry ON pgonce.dedup_keys USING btree (expires_at) WHERE (expires_at IS NOT NULL);
 
 CREATE INDEX dedup_keys_job ON pgonce.dedup_keys USING btree (job_id);
@@ -204,8 +193,6 @@ CREATE UNIQUE INDEX jobs_live_job_id ON pgonce.jobs USING btree (job_id) WHERE (
 CREATE INDEX jobs_waiting_children ON pgonce.jobs USING btree (id) WHERE (state = 'waiting-children'::text);
 
 CREATE INDEX processed_effects_recorded ON pgonce.processed_effects USING btree (recorded_at);
-
-CREATE INDEX worker_listeners_queue ON pgonce.worker_listeners USING btree (queue);
 
 CREATE OR REPLACE FUNCTION pgonce._add_jobs(p_queue text, p_names text[], p_datas jsonb[], p_job_ids text[], p_dedup_ids text[], p_dedup_ttls_ms bigint[], p_extends boolean[], p_replaces boolean[], p_delays_ms bigint[], p_priorities integer[], p_max_attempts integer[], p_backoffs jsonb[], p_depends_on text[], p_trace_contexts text[])
  RETURNS SETOF pgonce.admission
@@ -625,58 +612,12 @@ AS $function$
   select now() + make_interval(secs => coalesce(p_delay_ms, 0) / 1000.0)
 $function$;
 
-CREATE OR REPLACE FUNCTION pgonce._hand_off(j pgonce.jobs, p_worker_id text, p_pid integer)
- RETURNS boolean
- LANGUAGE plpgsql
-AS $function$
-begin
-  perform pg_notify('pgonce:pgonce', '!handoff ' || p_worker_id || ' ' || p_pid || ' '
-    || (select (to_jsonb(x) || jsonb_build_object('id', x.id::text))::text from "pgonce"._as_claimed(j) x));
-  return true;
-end
-$function$;
-
-CREATE OR REPLACE FUNCTION pgonce._hand_off_target(p_queue text, p_allowed boolean, p_delay_ms bigint, p_data text, p_backoff text, p_trace_context text)
- RETURNS pgonce.worker_listeners
- LANGUAGE plpgsql
-AS $function$
-declare
-  v "pgonce".worker_listeners;
-begin
-  if not coalesce(p_allowed, false) or coalesce(p_delay_ms, 0) > 0
-     or octet_length(coalesce(p_data, '')) + octet_length(coalesce(p_backoff, '')) + octet_length(coalesce(p_trace_context, '')) > 3500
-     or not "pgonce"._idle_worker_waits(p_queue) then
-    return null;
-  end if;
-  -- _queue_paused()'s rule, read through this function's cached plan: a call of that SQL function plans its body
-  -- again in every statement (~70 µs on PostgreSQL 15, a tenth of the add).
-  if exists (select 1 from "pgonce".queue_settings s where s.queue = p_queue and s.paused) then
-    return null;
-  end if;
-  for v in select * from "pgonce".worker_listeners l where l.queue = p_queue loop
-    if not pg_try_advisory_lock_shared("pgonce"._handoff_key(v.worker_id)) then
-      return v;
-    end if;
-    perform pg_advisory_unlock_shared("pgonce"._handoff_key(v.worker_id));
-  end loop;
-  return null;
-end
-$function$;
-
-CREATE OR REPLACE FUNCTION pgonce._handoff_key(p_worker_id text)
- RETURNS bigint
- LANGUAGE sql
- IMMUTABLE PARALLEL SAFE
-AS $function$
-  select hashtextextended('pgonce:pgonce' || ':handoff:' || p_worker_id, 0)
-$function$;
-
 CREATE OR REPLACE FUNCTION pgonce._holds_lease(state text)
  RETURNS boolean
  LANGUAGE sql
  IMMUTABLE PARALLEL SAFE
 AS $function$
-  select state in ('claimed', 'active')
+  select state = 'active'
 $function$;
 
 CREATE OR REPLACE FUNCTION pgonce._idle_slot_key(p_queue text, p_slot integer)
@@ -730,7 +671,7 @@ CREATE OR REPLACE FUNCTION pgonce._is_live(state text)
  LANGUAGE sql
  IMMUTABLE PARALLEL SAFE
 AS $function$
-  select state in ('waiting', 'delayed', 'waiting-children', 'claimed', 'active')
+  select state in ('waiting', 'delayed', 'waiting-children', 'active')
 $function$;
 
 CREATE OR REPLACE FUNCTION pgonce._is_pending(state text)
@@ -738,7 +679,7 @@ CREATE OR REPLACE FUNCTION pgonce._is_pending(state text)
  LANGUAGE sql
  IMMUTABLE PARALLEL SAFE
 AS $function$
-  select state in ('waiting', 'delayed', 'waiting-children', 'claimed')
+  select state in ('waiting', 'delayed', 'waiting-children')
 $function$;
 
 CREATE OR REPLACE FUNCTION pgonce._is_queued(state text)

@@ -80,7 +80,7 @@ export class Queue<Data = unknown> implements JobOwner {
       req.traceContext = currentTraceContext()
       const execute = await this.executor(tx)
       const keyed = this.cache && keyedAdmission(this.cache, tx !== undefined)
-      const job = this.answer(await admitOne({ execute, schema: this.schema, queue: this.name, keyed, handOff: tx === undefined }, req), req)
+      const job = this.answer(await admitOne({ execute, schema: this.schema, queue: this.name, keyed }, req), req)
       span.setAttributes({ 'pgonce.outcome': job.outcome as string, 'pgonce.job.id': job.id })
       return job
     })
@@ -161,7 +161,7 @@ export class Queue<Data = unknown> implements JobOwner {
   }
 
   /**
-   * Cancels a job of this queue: a pending one (also one a worker claimed ahead) at once; a running one is asked to
+   * Cancels a job of this queue: a pending one at once; a running one is asked to
    * stop (its `ctx.signal` aborts within a heartbeat, at once when its worker hears the NOTIFY) and ends `cancelled`
    * whatever its handler returns, unless it completed first. Its no-TTL key is released and the jobs waiting on it
    * fail. Says what it did.

@@ -71,11 +71,8 @@ export function resultJson(value: unknown, logger: Logger, jobId: string): strin
 }
 
 export class HeldJob<Data> implements JobContext {
-  /**
-   * buffered: claimed ahead, not started; starting: in a start statement; started: active, waiting for a free slot (the
-   * start window, see JobRunner); running: handler running; settling: handler done, outcome being written.
-   */
-  phase: 'buffered' | 'starting' | 'started' | 'running' | 'settling' = 'buffered'
+  /** Where the job is in the worker (the state machine in runner.ts's header). */
+  phase: 'ready' | 'running' | 'settling' = 'ready'
   /** A heartbeat (or a refused write) found the lease taken over: nothing this worker writes about the job will apply. */
   lost = false
   /** Set once `ctx.transaction` is committing or has committed the completion. */
@@ -86,16 +83,19 @@ export class HeldJob<Data> implements JobContext {
   abandoned = false
   /** Set when a heartbeat learned that `queue.cancelJob` asked this job to stop. */
   cancelRequested = false
-  /** In a heartbeat statement in flight: not started until it returns (see Leases.beat). */
-  beating = false
   private controller: AbortController | undefined
   private abortReason: Error | undefined
   private runLogger: Logger | undefined
 
   constructor(
     readonly row: ClaimedRow,
-    public job: Job<Data>,
+    readonly job: Job<Data>,
     private readonly services: ContextServices,
+    /**
+     * When the statement that set the job's current lease was sent (performance.now(), the monotonic clock, which runs
+     * on while the process is stopped): the lease ends no earlier than `leaseMs` after it (leases.ts).
+     */
+    public leaseFrom: number,
   ) {}
 
   get id(): string {

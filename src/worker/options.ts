@@ -12,10 +12,9 @@ export interface WorkerOptions extends ConnectionOptions {
   /** Handlers running at once. (Default: 1) */
   concurrency?: number
   /**
-   * Most jobs claimed by one statement. Each claim takes the free slots plus a prefetch sized to the pace of the
-   * handlers (two claim round trips' worth), at least `min(batchSize / 2, 16 × concurrency)`; claimed-ahead jobs stay
-   * pending (a replace supersedes them, an idle worker takes them over). At most `concurrency + batchSize` jobs are
-   * held (leased) at once, plus up to `batchSize` whose handlers have ended while their outcomes are written.
+   * Most jobs claimed by one statement. A worker claims only what it starts: its free slots, plus (fast handlers only)
+   * the jobs its handlers finish within two claim round trips (docs/workers.md, "Fetching"). At most
+   * `concurrency + batchSize` jobs are held at once, plus up to `batchSize` whose outcomes are being written.
    * (Default: 500)
    */
   batchSize?: number
