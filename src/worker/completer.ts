@@ -4,14 +4,13 @@
 import type { EventEmitter } from 'node:events'
 import { Counters } from '../counters.js'
 import { isConnectionError } from '../db/checkout.js'
-import { LeaseLostError } from '../errors.js'
+import { LeaseLostError, RetryLaterError } from '../errors.js'
 import { type Backoff, Job, type JobOwner, type JobRow, type JobState } from '../job.js'
 import type { Logger } from '../logger.js'
 import { countInto } from '../telemetry/metrics.js'
 import { MAX_DURATION_MS } from '../validate.js'
 import { type HeldJob, resultJson } from './context.js'
 import type { Completion, JobStore } from './job-store.js'
-import { RetryLaterError } from './retry-later.js'
 import type { WorkerEvents } from './worker.js'
 
 /**
@@ -148,11 +147,11 @@ export class Completer<Data, Result> {
           ? await this.store.recorded(batch.map((p) => p.completion.id), batch.map((p) => p.completion.token))
           : new Map<string, JobState>()
         const todo = batch.filter((p) => !recorded.has(p.completion.token))
-        const changed = todo.length > 0 ? await this.store.complete(todo.map((p) => p.completion)) : new Map()
+        const changed = todo.length > 0 ? await this.store.complete(todo.map((p) => p.completion)) : new Map<string, JobState>()
         this.pending.splice(0, batch.length)
         retryMs = 100
         unsure = false
-        for (const p of batch) p.settle(endOf(recorded.get(p.completion.token) ?? changed.get(p.completion.token)?.state))
+        for (const p of batch) p.settle(endOf(recorded.get(p.completion.token) ?? changed.get(p.completion.token)))
       } catch (err) {
         if (this.stopped) break
         if (isDataError(err)) {
@@ -175,7 +174,7 @@ export class Completer<Data, Result> {
       let completion = p.completion
       for (;;) {
         try {
-          p.settle(endOf((await this.store.complete([completion])).get(completion.token)?.state))
+          p.settle(endOf((await this.store.complete([completion])).get(completion.token)))
           break
         } catch (err) {
           if (!isDataError(err) || completion.resultJson === null) {

@@ -3,12 +3,11 @@
 import type pg from 'pg'
 import { inTransaction, isConnectionError } from '../db/checkout.js'
 import type { Effects, RunOnceOptions } from '../effects.js'
-import { JobCancelledError, LeaseLostError } from '../errors.js'
+import { JobCancelledError, LeaseLostError, RetryLaterError } from '../errors.js'
 import type { Job } from '../job.js'
 import type { Logger } from '../logger.js'
 import { checkText, fail, serializeData } from '../validate.js'
 import type { ClaimedRow, JobStore } from './job-store.js'
-import { RetryLaterError } from './retry-later.js'
 
 /** What a handler gets besides its job. */
 export interface JobContext {
@@ -160,7 +159,7 @@ export class HeldJob<Data> implements JobContext {
     try {
       return await inTransaction(pool, logger, async (tx) => {
         const value = await fn(tx)
-        const ended = (await store.complete([{ id: this.id, token: this.token, resultJson: resultJson(value, logger, this.id) }], tx)).get(this.token)?.state
+        const ended = (await store.complete([{ id: this.id, token: this.token, resultJson: resultJson(value, logger, this.id) }], tx)).get(this.token)
         if (ended === undefined) throw new LeaseLostError(this.id)
         if (ended === 'cancelled') throw new JobCancelledError(this.id)
         pending.result = value

@@ -116,16 +116,16 @@ export class JobStore {
 
   /**
    * Completes jobs whose handlers returned. For each token changed: its new state (completed, or cancelled if that was
-   * requested meanwhile) and run count; a token missing from the answer lost its lease. `runner` lets
+   * requested meanwhile); a token missing from the answer lost its lease. `runner` lets
    * `ctx.transaction` complete its job inside the caller's transaction; otherwise the statement takes its turn among
    * the worker's multi-row changes (see `inTurn`).
    */
-  async complete(done: readonly Completion[], runner?: PgRunner): Promise<Map<string, Step>> {
+  async complete(done: readonly Completion[], runner?: PgRunner): Promise<Map<string, JobState>> {
     const d = byId(done)
     const values = [d.map((c) => c.id), d.map((c) => c.token), d.map((c) => c.resultJson)]
-    const { rows } = runner !== undefined ? await this.run<StepRow>('complete-jobs', values, runner)
-      : await this.inTurn(() => this.run<StepRow>('complete-jobs', values))
-    return stepsOf(rows)
+    const { rows } = runner !== undefined ? await this.run<TokenState>('complete-jobs', values, runner)
+      : await this.inTurn(() => this.run<TokenState>('complete-jobs', values))
+    return new Map(rows.map((r) => [r.token, r.state]))
   }
 
   /**
@@ -133,7 +133,7 @@ export class JobStore {
    * lease): after a statement whose reply was lost, it tells whether the statement committed.
    */
   async recorded(ids: string[], tokens: string[]): Promise<Map<string, JobState>> {
-    const { rows } = await this.run<{ token: string; state: JobState }>('outcome-recorded', [ids, tokens])
+    const { rows } = await this.run<TokenState>('outcome-recorded', [ids, tokens])
     return new Map(rows.map((r) => [r.token, r.state]))
   }
 
@@ -172,18 +172,10 @@ export class JobStore {
   }
 }
 
-/** A job a completion changed: its new state and run count. */
-export interface Step {
-  state: JobState
-  attempts: number
-}
-
-interface StepRow extends Step {
+/** A run's lock token and the state its statement left the job in. */
+interface TokenState {
   token: string
-}
-
-function stepsOf(rows: StepRow[]): Map<string, Step> {
-  return new Map(rows.map((r) => [r.token, { state: r.state, attempts: r.attempts }]))
+  state: JobState
 }
 
 /**

@@ -64,21 +64,8 @@ export interface WorkerOptions extends ConnectionOptions {
   redis?: RedisOption
 }
 
-export interface ResolvedWorkerOptions {
-  schema: string
-  concurrency: number
-  batchSize: number
-  leaseMs: number
-  heartbeatMs: number
-  pollIntervalMs: number
-  closeTimeoutMs: number
-  maintenanceIntervalMs: number
-  retryLaterMs: number
-  autorun: boolean
-  migrate: boolean
-  poolSize: number
-  preparedStatements: boolean
-  listen: boolean
+/** Every option with its default filled in. */
+export type ResolvedWorkerOptions = Required<Omit<WorkerOptions, 'connectionString' | 'pool' | 'listenConnectionString' | 'logger' | 'redis'>> & {
   listenConnectionString: string | null
   logger: Logger
   /** True when the caller gave no logger. */

@@ -38,8 +38,7 @@ const SAMPLE_MS = 100
  */
 export class Runner<Data, Result> {
   /** Claimed, waiting for a slot, oldest first (`at`: when it came, for the bound). */
-  private ready: { h: HeldJob<Data>; at: number }[] = []
-  private readyHead = 0
+  private readonly ready: { h: HeldJob<Data>; at: number }[] = []
   /** Slots taken: handlers running, or about to (a lease being renewed first). */
   private running = 0
   /** Handlers that returned and whose completion is being written (their slot is free). */
@@ -66,10 +65,6 @@ export class Runner<Data, Result> {
     private readonly held: Map<string, HeldJob<Data>>,
   ) {}
 
-  private get readyCount(): number {
-    return this.ready.length - this.readyHead
-  }
-
   /**
    * How many jobs the next claim asks for (0: none now): the free slots plus the window, at most `batchSize`, and at
    * most `concurrency + batchSize` held in all, not counting up to `batchSize` whose completions are being written
@@ -81,7 +76,7 @@ export class Runner<Data, Result> {
   demand(): number {
     if (!this.accepting) return 0
     const window = this.pace.finishedWithin(WINDOW_ROUND_TRIPS * this.pace.claimMs, this.batchSize)
-    const waiting = this.readyCount
+    const waiting = this.ready.length
     const unfinished = this.held.size - Math.min(this.finishing, this.batchSize) + this.reserved
     const limit = Math.min(this.batchSize, this.concurrency + window - this.running - waiting - this.reserved,
       this.concurrency + this.batchSize - unfinished)
@@ -121,9 +116,7 @@ export class Runner<Data, Result> {
   async stop(): Promise<void> {
     this.accepting = false
     clearTimeout(this.giveBackTimer)
-    const unstarted: HeldJob<Data>[] = []
-    for (let h = this.shiftReady(); h !== undefined; h = this.shiftReady()) unstarted.push(h)
-    await this.giveBack(unstarted)
+    await this.giveBack(this.ready.splice(0).map((r) => r.h))
   }
 
   /**
@@ -144,7 +137,7 @@ export class Runner<Data, Result> {
   /** Starts handlers on the free slots, oldest waiting job first. */
   private fill(): void {
     while (this.accepting && this.running < this.concurrency) {
-      const h = this.shiftReady()
+      const h = this.ready.shift()?.h
       if (h === undefined) return
       if (h.lost) {
         this.notRun(h)
@@ -238,33 +231,17 @@ export class Runner<Data, Result> {
     })
   }
 
-  private shiftReady(): HeldJob<Data> | undefined {
-    if (this.readyHead >= this.ready.length) return undefined
-    const { h } = this.ready[this.readyHead] as { h: HeldJob<Data> }
-    this.ready[this.readyHead++] = undefined as never
-    if (this.readyHead === this.ready.length) {
-      this.ready = []
-      this.readyHead = 0
-    } else if (this.readyHead > 1024 && this.readyHead * 2 > this.ready.length) {
-      this.ready = this.ready.slice(this.readyHead)
-      this.readyHead = 0
-    }
-    return h
-  }
-
   /** The bound on a wait for a slot: a timer at the oldest waiting job's deadline. */
   private armGiveBack(): void {
-    if (this.giveBackTimer !== undefined || this.readyCount === 0 || !this.accepting) return
+    const head = this.ready[0]
+    if (this.giveBackTimer !== undefined || head === undefined || !this.accepting) return
     const bound = Math.max(MIN_WAIT_MS, GIVE_BACK_ROUND_TRIPS * this.pace.claimMs)
-    const head = this.ready[this.readyHead] as { at: number }
     this.giveBackTimer = setTimeout(() => {
       this.giveBackTimer = undefined
-      const late: HeldJob<Data>[] = []
       const now = performance.now()
-      while (this.readyCount > 0 && now - (this.ready[this.readyHead] as { at: number }).at >= bound) {
-        late.push(this.shiftReady() as HeldJob<Data>)
-      }
-      if (late.length > 0) void this.giveBack(late)
+      const late = this.ready.findIndex((r) => now - r.at < bound)
+      const expired = this.ready.splice(0, late < 0 ? this.ready.length : late).map((r) => r.h)
+      if (expired.length > 0) void this.giveBack(expired)
       this.armGiveBack()
     }, Math.max(0, head.at + bound - performance.now()))
   }
