@@ -242,43 +242,16 @@ CREATE OR REPLACE FUNCTION pgonce._admit_batch(p_queue text, p_names text[], p_d
  LANGUAGE plpgsql
 AS $function$
 declare
-  v_n integer := coalesce(cardinality(p_names), 0);
-  v_plain boolean[];
   v_answers "pgonce".admission[] := '{}';
   v_one record;
   i integer;
 begin
-  select coalesce(array_agg(p_job_ids[s] is null and p_dedup_ids[s] is null and p_depends_on[s] is null order by s), '{}')
-  into v_plain from generate_series(1, v_n) s;
-
-  if true = any(v_plain) then
-    -- nextval() follows array order, so the inserted rows in id order are the plain items in array order.
-    with ins as (
-      select j from "pgonce"._insert_jobs(p_queue,
-        array(select p_names[s] from generate_series(1, v_n) s where v_plain[s] order by s),
-        array(select p_datas[s] from generate_series(1, v_n) s where v_plain[s] order by s),
-        null, null,
-        array(select p_delays_ms[s] from generate_series(1, v_n) s where v_plain[s] order by s),
-        array(select p_priorities[s] from generate_series(1, v_n) s where v_plain[s] order by s),
-        array(select p_max_attempts[s] from generate_series(1, v_n) s where v_plain[s] order by s),
-        array(select p_backoffs[s] from generate_series(1, v_n) s where v_plain[s] order by s),
-        null,
-        array(select p_trace_contexts[s] from generate_series(1, v_n) s where v_plain[s] order by s)) j
-    ), numbered as (
-      select row_number() over (order by (ins.j).id) as k, ins.j from ins
-    ), positions as (
-      select row_number() over (order by s) as k, s from generate_series(1, v_n) s where v_plain[s]
-    )
-    select array_agg(row(p.s::integer, 'added', null, n.j)::"pgonce".admission order by p.s)
-    into v_answers
-    from numbered n join positions p on p.k = n.k;
-  end if;
-
-  for i in select s from generate_series(1, v_n) s where not v_plain[s] order by s loop
+  for i in 1 .. coalesce(cardinality(p_names), 0) loop
     select * into v_one from "pgonce"._admit_one(p_queue, p_names[i], p_datas[i], p_job_ids[i], p_dedup_ids[i],
       p_dedup_ttls_ms[i], coalesce(p_extends[i], false), coalesce(p_replaces[i], false), p_delays_ms[i],
       p_priorities[i], p_max_attempts[i], p_backoffs[i], p_depends_on[i]::bigint[], p_trace_contexts[i]);
-    v_answers := v_answers || row(i, v_one.outcome, v_one.error, v_one.job)::"pgonce".admission;
+    -- An element assigned in place (an append would copy the array each time).
+    v_answers[i] := row(i, v_one.outcome, v_one.error, v_one.job)::"pgonce".admission;
     exit when v_one.error is not null;
   end loop;
   return v_answers;
@@ -642,28 +615,6 @@ AS $function$
     when not pg_try_advisory_lock_shared("pgonce"._idle_slot_key(p_queue, 3)) then true
     when not pg_advisory_unlock_shared("pgonce"._idle_slot_key(p_queue, 3)) then true
     else false end
-$function$;
-
-CREATE OR REPLACE FUNCTION pgonce._insert_jobs(p_queue text, p_names text[], p_datas jsonb[], p_job_ids text[], p_dedup_ids text[], p_delays_ms bigint[], p_priorities integer[], p_max_attempts integer[], p_backoffs jsonb[], p_blocked boolean[], p_trace_contexts text[])
- RETURNS SETOF pgonce.jobs
- LANGUAGE plpgsql
-AS $function$
-begin
-  return query
-  insert into "pgonce".jobs
-    (id, queue, name, data, job_id, dedup_key, state, run_at, priority, max_attempts, backoff, trace_context)
-  select nextval('"pgonce".job_ids'), p_queue, i.name, coalesce(i.data, '{}'::jsonb), i.job_id, i.dedup_id,
-    "pgonce"._new_job_state(i.blocked, i.delay_ms), "pgonce"._due_at(i.delay_ms),
-    coalesce(i.priority, d.priority), coalesce(i.max_attempts, d.max_attempts), i.backoff, i.trace_context
-  from (
-    select * from unnest(p_names, p_datas, p_job_ids, p_dedup_ids, p_delays_ms, p_priorities, p_max_attempts,
-                         p_backoffs, p_blocked, p_trace_contexts)
-      with ordinality as u(name, data, job_id, dedup_id, delay_ms, priority, max_attempts, backoff, blocked, trace_context, ord)
-    order by u.ord
-  ) i cross join "pgonce"._job_defaults() d
-  on conflict (job_id) where job_id is not null and "pgonce"._is_live(state) do nothing
-  returning *;
-end
 $function$;
 
 CREATE OR REPLACE FUNCTION pgonce._is_live(state text)

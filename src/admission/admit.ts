@@ -1,4 +1,4 @@
-// Sends validated adds to the database: a plain one by sql/add-plain-job.sql, any other one through add_job(), a plain batch through _insert_jobs(), any other batch through _add_jobs().
+// Sends validated adds to the database: a plain one by sql/add-plain-job.sql, any other one through add_job(), a plain batch by sql/add-plain-jobs.sql, any other batch through _add_jobs().
 
 import { prepared } from '../db/prepared.js'
 import type { Execute } from '../db/executor.js'
