@@ -1,7 +1,7 @@
 // A lab probe, not a benchmark: drains N queued no-op jobs of queue Q with one Worker (concurrency 16) and prints
 // jobs/s, the machine's and the Node process's CPU time over the drain (the rest is mostly PostgreSQL's) and, per
 // statement kind, how many were sent, how many jobs each carried and their mean latency. For before/after checks of
-// the worker's statement pattern (see src/worker/step-batcher.ts); the comparison with peers is bench/.
+// the worker's statement pattern (see src/worker/completer.ts); the comparison with peers is bench/.
 //
 //   DATABASE_URL=… N=100000 Q=notifications npx tsx --conditions=development dev/drain-probe.ts [package root]
 //   DROP_INDEXES=jobs_finished,…  drops those indexes of the probe's schema first (what an index costs the drain)

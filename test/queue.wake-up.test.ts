@@ -104,7 +104,8 @@ describe('waking workers', () => {
         return rows[0].waits === true
       }, 5_000, 'the worker to hold an idle slot')
       const t0 = Date.now()
-      await queue.add('first', {})
+      // Only a worker's claim makes a job active: the add answers 'waiting', even with a worker asleep and a slot free.
+      expect((await queue.add('first', {})).state).toBe('waiting')
       await waitFor(() => started.includes('first'), 2_000, 'the job to start on NOTIFY')
       expect(Date.now() - t0).toBeLessThan(2_000)
 
