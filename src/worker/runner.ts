@@ -34,7 +34,8 @@ const SAMPLE_MS = 100
  * round trips at their measured pace (none for slow handlers, nor before the pace is known), at most `batchSize`. The
  * window keeps a fast drain from waiting a round trip for each few jobs; by construction its jobs wait about two
  * round trips. A wrong pace (fast jobs, then slow ones holding every slot) is bounded: a job still waiting after
- * GIVE_BACK_ROUND_TRIPS round trips (at least MIN_WAIT_MS) goes back to the queue, its run not counted.
+ * GIVE_BACK_ROUND_TRIPS round trips (at least MIN_WAIT_MS) goes back to the queue, its run not counted, and the window
+ * closes until the pace is measured again (else the worker would claim the jobs it gave back again and again).
  */
 export class Runner<Data, Result> {
   /** Claimed, waiting for a slot, oldest first (`at`: when it came, for the bound). */
@@ -241,7 +242,10 @@ export class Runner<Data, Result> {
       const now = performance.now()
       const late = this.ready.findIndex((r) => now - r.at < bound)
       const expired = this.ready.splice(0, late < 0 ? this.ready.length : late).map((r) => r.h)
-      if (expired.length > 0) void this.giveBack(expired)
+      if (expired.length > 0) {
+        this.pace.wasWrong()
+        void this.giveBack(expired)
+      }
       this.armGiveBack()
     }, Math.max(0, head.at + bound - performance.now()))
   }
@@ -264,6 +268,14 @@ class Pace {
   /** A handler returned or threw. */
   jobFinished(): void {
     this.finished++
+  }
+
+  /** Jobs of the window waited past the bound: the window stays closed until a new sample opens it. */
+  wasWrong(): void {
+    this.open = false
+    this.jobsPerMs = 0
+    this.finished = 0
+    this.since = performance.now()
   }
 
   /** A claim came back after `latencyMs`. */
