@@ -251,7 +251,7 @@ async function runHarness(): Promise<void> {
     let left = -1
     while (Date.now() < drainUntil) {
       const { rows } = await pool.query<{ n: number }>(
-        `select count(*)::int as n from "${schema}".jobs where state in ('waiting', 'delayed', 'claimed', 'active')`)
+        `select count(*)::int as n from "${schema}".jobs where state in ('waiting', 'delayed', 'active')`)
       left = rows[0]!.n
       if (left === 0) break
       await sleep(250)

@@ -1,9 +1,9 @@
--- Cancels job $2 of queue $1: a pending one (waiting, delayed, waiting-children, or claimed ahead by a worker that has
--- not started it) becomes 'cancelled' at once; a running one is asked to stop (cancel_requested_at; its worker aborts
--- ctx.signal at its next heartbeat, or at once on the NOTIFY, and the run ends 'cancelled' whatever the handler then
--- returns); a finished one is left as it is. The jobs_finished trigger releases its no-TTL key and fails its waiting
--- dependents. outcome: cancelled | cancel-requested | already-finished | not-found.
--- _keep_index(): the index whatever the statistics were when a session planned this (docs/architecture.md, 000018).
+-- Cancels job $2 of queue $1: a pending one (waiting, delayed, waiting-children) becomes 'cancelled' at once; a
+-- running one is asked to stop (cancel_requested_at; its worker aborts ctx.signal at its next heartbeat, or at once on
+-- the NOTIFY, and the run ends 'cancelled' whatever the handler then returns); a finished one is left as it is. The
+-- jobs_finished trigger releases its no-TTL key and fails its waiting dependents.
+-- outcome: cancelled | cancel-requested | already-finished | not-found.
+-- _keep_index(): the index whatever the statistics were when a session planned this (docs/architecture.md).
 with target as (
   select id, state from :PGONCE_SCHEMA.jobs where id = $2 and queue = $1 and :PGONCE_SCHEMA._keep_index(id) for update
 ), cancelled as (

@@ -1,8 +1,8 @@
--- Extends by $3 ms the leases of claimed and active jobs ($1 ids, $2 lock tokens) still held with those tokens; returns
+-- Extends by $3 ms the leases of active jobs ($1 ids, $2 lock tokens) still held with those tokens; returns
 -- their tokens (a missing one: lease lost) and whether queue.cancelJob asked the job to stop.
 -- Each job is found by primary key: "state || ''" keeps any plan from driving the update from the jobs_leases partial
 -- index, whose row estimate (the leases at the last ANALYZE) is often far too small.
--- _keep_index(): the index whatever the statistics were when a session planned this (docs/architecture.md, 000018).
+-- _keep_index(): the index whatever the statistics were when a session planned this (docs/architecture.md).
 update :PGONCE_SCHEMA.jobs j
 set locked_until = now() + make_interval(secs => $3::bigint / 1000.0)
 from unnest($1::bigint[], $2::uuid[]) as i(id, token)

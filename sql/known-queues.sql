@@ -1,4 +1,4 @@
--- Every queue this schema has seen, by name: one with a job, a settings row, a scheduler or a listening worker. The
+-- Every queue this schema has seen, by name: one with a job, a settings row or a scheduler. The
 -- jobs are read by loose scans of the partial indexes (one probe per queue), never a scan of the table.
 with recursive queued as (
   (select queue from :PGONCE_SCHEMA.jobs where :PGONCE_SCHEMA._is_queued(state) order by queue limit 1)
@@ -19,5 +19,4 @@ union select queue from :PGONCE_SCHEMA.jobs where :PGONCE_SCHEMA._holds_lease(st
 union select queue from :PGONCE_SCHEMA.jobs where state = 'waiting-children'
 union select queue from :PGONCE_SCHEMA.queue_settings
 union select queue from :PGONCE_SCHEMA.job_schedulers
-union select queue from :PGONCE_SCHEMA.worker_listeners
 order by queue

@@ -1,7 +1,7 @@
 -- Deletes job $2 of queue $1 unless its handler is running ('active': refused, nothing changes). Its dedup keys and
 -- dependency edges go with it (foreign keys); a pending parent's waiting dependents fail (trigger jobs_removed).
 -- state: the job's state before (null: no such job in this queue); removed: whether it was deleted.
--- _keep_index(): the index whatever the statistics were when a session planned this (docs/architecture.md, 000018).
+-- _keep_index(): the index whatever the statistics were when a session planned this (docs/architecture.md).
 with target as (
   select id, state from :PGONCE_SCHEMA.jobs where id = $2 and queue = $1 and :PGONCE_SCHEMA._keep_index(id) for update
 ), gone as (

@@ -1,6 +1,5 @@
 -- Housekeeping: up to $1 jobs whose lease expired (their worker crashed, was killed or stopped heartbeating) go back
--- to the queue: a claimed one (its handler never started) to 'waiting' as it was, its run not counted; an active one
--- to 'waiting' with its run counted and its stall counted. A job whose cancellation was requested ends 'cancelled'.
+-- to 'waiting' with their run counted and their stall counted. A job whose cancellation was requested ends 'cancelled'.
 -- An active job whose attempts are used up still runs again once (stalls 0 -> 1: a crash of the worker is not the
 -- job's failure); a second expired lease with no attempt left fails it ('failed'), so that a job that kills its
 -- worker cannot loop. Wakes the queues' idle workers.

@@ -183,6 +183,22 @@ export class JobCancelledError extends Error {
   }
 }
 
+/**
+ * Throw it from a handler to put the job back in the queue for `delayMs` without using up an attempt (e.g. the work is
+ * running elsewhere). The worker does the same when `ctx.runOnce` finds the key `duplicate-running`. Unbounded by
+ * `attempts`: use it for conditions that clear by themselves.
+ */
+export class RetryLaterError extends Error {
+  override readonly name = 'RetryLaterError'
+  constructor(
+    /** How long the job waits before it may run again, in ms (database clock). */
+    readonly delayMs: number,
+    message = `retry in ${delayMs} ms`,
+  ) {
+    super(message)
+  }
+}
+
 /** @internal What a handler threw, as an Error: a thrown non-Error is described in the message. */
 export function handlerError(value: unknown): Error {
   if (value instanceof Error) return value

@@ -3,15 +3,15 @@
 import type { Transactional } from './db/executor.js'
 
 /**
- * Where a job stands. Pending: `waiting`, `delayed`, `waiting-children`, `claimed` (a worker holds it but has not started
- * its handler). Live: pending or `active` (its handler runs). Terminal: `completed`, `failed`, `cancelled`.
+ * Where a job stands. Pending: `waiting`, `delayed`, `waiting-children`. Live: pending or `active` (a worker claimed it
+ * and runs its handler). Terminal: `completed`, `failed`, `cancelled`.
  */
-export type JobState = 'waiting' | 'delayed' | 'waiting-children' | 'claimed' | 'active' | 'completed' | 'failed' | 'cancelled'
+export type JobState = 'waiting' | 'delayed' | 'waiting-children' | 'active' | 'completed' | 'failed' | 'cancelled'
 
 /** How an add was decided (docs/deduplication.md). */
 export type AddOutcome = 'added' | 'duplicate-job-id' | 'duplicate-key' | 'extended' | 'replaced'
 
-export const JOB_STATES: readonly JobState[] = ['waiting', 'delayed', 'waiting-children', 'claimed', 'active', 'completed', 'failed', 'cancelled']
+export const JOB_STATES: readonly JobState[] = ['waiting', 'delayed', 'waiting-children', 'active', 'completed', 'failed', 'cancelled']
 
 /** Backoff between attempts, as stored. */
 export interface Backoff {
@@ -125,7 +125,10 @@ export class Job<Data = unknown> {
     this.deduplicated = outcome === null ? null : outcome !== 'added' && outcome !== 'replaced'
   }
 
-  /** Deletes this job's dedup key only if this generation still owns it; true if it did. */
+  /**
+   * Deletes this job's dedup key only if this generation still owns it; true if the key was held (an expired TTL key
+   * this job owned is deleted too, and answers false, as `queue.removeDeduplicationKey` does).
+   */
   async removeDeduplicationKey(options?: { tx?: Transactional }): Promise<boolean> {
     if (this.deduplicationId === null) return false
     return this.#owner.removeOwnedDeduplicationKey(this.deduplicationId, this.id, options)

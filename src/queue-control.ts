@@ -7,7 +7,7 @@ import { MAX_DURATION_MS, checkInteger, checkJobIdRef, checkOptions, fail } from
 
 /** What `cancelJob` did. */
 export type CancelOutcome =
-  /** The job was pending (waiting, delayed, waiting for its dependencies, or claimed ahead): it is cancelled. */
+  /** The job was pending (waiting, delayed, or waiting for its dependencies): it is cancelled. */
   | 'cancelled'
   /** Its handler is running: it was asked to stop (`ctx.signal` aborts) and ends `cancelled`. */
   | 'cancel-requested'

@@ -87,7 +87,7 @@ export class Queue<Data = unknown> implements JobOwner {
       req.traceContext = currentTraceContext()
       const execute = await this.executor(tx)
       const keyed = this.#cache && keyedAdmission(this.#cache, tx !== undefined)
-      const job = this.answer(await admitOne({ execute, schema: this.schema, queue: this.name, keyed, handOff: tx === undefined }, req), req)
+      const job = this.answer(await admitOne({ execute, schema: this.schema, queue: this.name, keyed }, req), req)
       span.setAttributes({ 'pgonce.outcome': job.outcome as string, 'pgonce.job.id': job.id })
       return job
     })
@@ -150,10 +150,10 @@ export class Queue<Data = unknown> implements JobOwner {
     return (await this.removeKey(key, null, tx)).held
   }
 
-  /** @internal Used by `job.removeDeduplicationKey()`: deletes the key only if job `jobId` owns it. */
+  /** @internal Used by `job.removeDeduplicationKey()`: deletes the key only if job `jobId` owns it; true if it was held. */
   async removeOwnedDeduplicationKey(key: string, jobId: string, options?: WriteOptions): Promise<boolean> {
     const { tx } = checkOptions<WriteOptions>(options, 'options', ['tx'])
-    return (await this.removeKey(key, jobId, tx)).deleted
+    return (await this.removeKey(key, jobId, tx)).held
   }
 
   /**
@@ -168,7 +168,7 @@ export class Queue<Data = unknown> implements JobOwner {
   }
 
   /**
-   * Cancels a job of this queue: a pending one (also one a worker claimed ahead) at once; a running one is asked to
+   * Cancels a job of this queue: a pending one at once; a running one is asked to
    * stop (its `ctx.signal` aborts within a heartbeat, at once when its worker hears the NOTIFY) and ends `cancelled`
    * whatever its handler returns, unless it completed first. Its no-TTL key is released and the jobs waiting on it
    * fail. Says what it did.

@@ -3,8 +3,8 @@
 // Entry points: queue.add, queue.add({ tx }) in a transaction that commits or rolls back, queue.addBulk (also in a
 // transaction), add_job() (raising, and with raise_rejection => false) and add_jobs(), through
 // test/helpers/admission-sql.ts; every batch is its items one after another, whatever the path. Between adds, owners
-// and parents move along through test/helpers/owner-transitions.ts: claimed (to active, or claimed ahead), started
-// (sql/start-jobs.sql), completed (sql/complete-jobs.sql), failed (sql/fail-job.sql), cancelled or finished by an
+// and parents move along through test/helpers/owner-transitions.ts: claimed (to active), completed
+// (sql/complete-jobs.sql), failed (sql/fail-job.sql), cancelled or finished by an
 // operator's UPDATE, key expired or removed, row deleted by hand; each end releases a no-TTL key and promotes or fails
 // the dependents (cascading) as the model says. The model is test/helpers/admission-model.ts. The rows (jobs with
 // state, attempts, last_error and delay; dependency edges; key rows; getDeduplicationJobId and getJobByCustomId) are
@@ -27,9 +27,6 @@
 //                         -> queue.addBulk([jobId:j1 key:k1(extend:true,replace); push]): raises 22023
 //   src/admission/answers.ts  a plain batch answers a delayed job 'waiting'
 //                         -> tx(queue.addBulk([delay:600000]), …): answered 'waiting', the model 'delayed'
-//   000004 _admit_one     a replace supersedes waiting/delayed/waiting-children owners only, not claimed ones
-//                         -> queue.add(jobId:j1 key:k3 ttl), claimAhead, queue.addBulk([jobId:j3 key:k3(replace) …]):
-//                            rows keep the claimed #1
 //   000004 _admit_one     REPLACE_HAS_DEPENDENTS counts dependents in waiting-children only (the old "dependents" drift)
 //                         -> not met by the property on this seed; the 10 dependents scenarios fail: 'replaced', the
 //                            model REPLACE_HAS_DEPENDENTS
@@ -50,8 +47,6 @@
 //   000004 jobs_removed   only a waiting/delayed/waiting-children parent's deletion fails its dependents
 //                         -> queue.add(jobId:j1), finishByHand, queue.add(jobId:j1 key:k1 dependsOn:[ownerOf:k1]),
 //                            deleteRow: the dependent stays waiting-children, the model 'failed' ('was removed')
-//   sql/start-jobs.sql   a start does not count the attempt
-//                         -> queue.add(key:k1), claimAhead, start: attempts 0, the model 1
 //   sql/fail-job.sql      failed only past the last attempt (attempts > max_attempts)
 //                         -> add_job(key:k1 ttl attempts:1), claim, fail: left 'waiting', the model 'failed'
 //   sql/get-job.sql       a job of any queue (no "queue = $1")
@@ -60,6 +55,9 @@
 //                         -> add_job(key:k1 ttl), add_jobs([key:k1(extend:true,replace)]): 'extended', the model 'replaced'
 //   sql/add-plain-job.sql  default priority + 1; state always 'waiting' (each tried alone, in place, at 000007)
 //                         -> queue.add push n1: the answer or the row differs from the model ('added' #1 waiting)
+// And the three INSERTs of jobs once 000020 left three (each alone, in place, the default priority + 1): sql/add-plain-job.sql
+// and sql/add-plain-jobs.sql each failed the property; _admit_one's INSERT (a throwaway migration redefining it) failed
+// 17 of the 19 tests.
 
 import fc from 'fast-check'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -88,15 +86,15 @@ const PROPERTY_TIMEOUT_MS = 600_000
 const CELLS = [
   ...['no strategy', 'extend', 'replace'].flatMap((strategy) => [
     'not held (absent)', 'not held (expired)',
-    'held, owner pending', 'held, owner claimed', 'held, owner active', 'held, owner terminal',
+    'held, owner pending', 'held, owner active', 'held, owner terminal',
   ].map((where) => `${where} / ${strategy}`)),
   // The dependents check does not look at the owner's state: a pending owner (superseded otherwise) is required,
-  // claimed, active and terminal ones counted. A terminal owner with a live dependent can only be a completed one (a
+  // active and terminal ones counted. A terminal owner with a live dependent can only be a completed one (a
   // failed or cancelled parent fails its dependents, even one added after it ended), whose dependent was promoted or
   // added after it completed; the runs meet that a few times per seed at best, so the scenarios below meet it on every
   // entry point.
   'held, pending owner has a live dependent / replace',
-  'jobId live', 'jobId live, generation claimed', 'jobId free', 'dependency missing', 'dependsOn only', 'plain',
+  'jobId live', 'jobId free', 'dependency missing', 'dependsOn only', 'plain',
   'dependsOn a live parent', 'dependsOn a completed parent', 'dependsOn a failed or cancelled parent',
   'completion promotes a dependent', 'completion promotes a dependent of several parents',
   'completion leaves a dependent waiting for another parent',

@@ -17,7 +17,7 @@ async function json(...args: string[]): Promise<any> {
 }
 
 const ISO = expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/)
-const zero = { waiting: 0, delayed: 0, 'waiting-children': 0, claimed: 0, active: 0, completed: 0, failed: 0, cancelled: 0 }
+const zero = { waiting: 0, delayed: 0, 'waiting-children': 0, active: 0, completed: 0, failed: 0, cancelled: 0 }
 const JOB_KEYS = ['id', 'queue', 'name', 'jobId', 'state', 'data', 'priority', 'attempts', 'maxAttempts', 'backoff',
   'deduplicationId', 'runAt', 'createdAt', 'startedAt', 'finishedAt', 'cancelRequestedAt', 'progress', 'result',
   'failedReason', 'stacktrace']
@@ -33,7 +33,7 @@ describe.concurrent('read commands', () => {
     expect(await json('stats', '--queue', 'empty')).toEqual({ queues: [{ queue: 'empty', paused: false, counts: zero, heldKeys: 0 }] })
     const text = await cli('stats', '--queue', 'emails')
     expect(text.code).toBe(0)
-    expect(text.stdout.split('\n')[1]).toMatch(/^emails\s+no\s+2\s+1\s+0\s+0\s+0\s+0\s+1\s+0\s+1$/)
+    expect(text.stdout.split('\n')[1]).toMatch(/^emails\s+no\s+2\s+1\s+0\s+0\s+0\s+1\s+0\s+1$/)
   })
 
   it('stats --watch redraws every --interval until SIGINT, and exits 0; with --json one line per redraw', async () => {

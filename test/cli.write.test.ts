@@ -7,7 +7,7 @@ import { randomBytes } from 'node:crypto'
 import pg from 'pg'
 import { afterAll, describe, expect, it } from 'vitest'
 import { createDatabase } from '../dev/postgres-server.js'
-import { Queue, Worker, migrate } from '../src/index.js'
+import { Queue, migrate } from '../src/index.js'
 import { committedMigrations } from '../src/migrate/migrations.js'
 import { cliSuite, runCli } from './fixtures/cli-support.js'
 import { freshSchema } from './support/schema.js'
@@ -113,23 +113,21 @@ describe.concurrent('write commands', () => {
     const db = await freshSchema('cli_pause')
     const on = { pool: db.pool, schema: db.schema, migrate: false }
     const emails = new Queue('emails', on)
-    const worker = new Worker('idle', async () => {}, { ...on, autorun: false, maintenanceIntervalMs: 0 })
     const run = (...args: string[]) => suite.runIn(db.schema, ...args)
     try {
       await emails.add('send', {})
       await new Queue('reports', on).upsertJobScheduler('daily', { every: 86_400_000 }, { name: 'report' })
-      await worker.run()
       // A queue is known by a job in any state (each kind of state is read from its own index), a setting or a scheduler
-      // (reports), or a listening worker (idle).
+      // (reports).
       for (const state of ['delayed', 'active', 'waiting-children', 'failed']) {
         const job = await new Queue(`in-${state}`, on).add('x', {})
         await db.pool.query(`update "${db.schema}".jobs set state = $2, lock_token = case when $2 = 'active' then gen_random_uuid() end,
           locked_until = case when $2 = 'active' then now() + interval '1 minute' end,
           finished_at = case when $2 = 'failed' then now() end where id = $1`, [job.id, state])
       }
-      const known = 'emails, idle, in-active, in-delayed, in-failed, in-waiting-children, reports'
+      const known = 'emails, in-active, in-delayed, in-failed, in-waiting-children, reports'
       const refused = (verb: string) => ({ code: 1, stdout: '', stderr: `error: queue emials was never seen in schema ${db.schema} `
-        + `(no job, setting, scheduler or worker); known queues: ${known}; give --create to ${verb} it anyway\n` })
+        + `(no job, setting or scheduler); known queues: ${known}; give --create to ${verb} it anyway\n` })
       expect(await run('pause', 'emials')).toEqual(refused('pause'))
       expect(await run('resume', 'emials', '--json')).toEqual(refused('resume'))
       expect((await db.pool.query(`select 1 from "${db.schema}".queue_settings where queue = 'emials'`)).rowCount).toBe(0)
@@ -138,12 +136,11 @@ describe.concurrent('write commands', () => {
       expect(await emails.isPaused()).toBe(true)
       expect(await run('resume', 'emails')).toEqual({ code: 0, stdout: 'queue emails: resumed\n', stderr: '' })
       expect(await emails.isPaused()).toBe(false)
-      for (const queue of ['reports', 'idle', 'in-waiting-children']) expect((await run('pause', queue)).code, queue).toBe(0)
+      for (const queue of ['reports', 'in-waiting-children']) expect((await run('pause', queue)).code, queue).toBe(0)
       // A queue paused before anything of it exists, e.g. before its first deploy; its settings row makes it known.
       expect(await run('pause', 'later', '--create')).toEqual({ code: 0, stdout: 'queue later: paused\n', stderr: '' })
       expect(await run('resume', 'later')).toEqual({ code: 0, stdout: 'queue later: resumed\n', stderr: '' })
     } finally {
-      await worker.close()
       await db.drop()
     }
   })

@@ -173,6 +173,15 @@ describe('job.removeDeduplicationKey is generation-safe', () => {
     expect(await plain.removeDeduplicationKey()).toBe(false)
   })
 
+  it('answers whether the key was held, as queue.removeDeduplicationKey does: false for an expired TTL key (its row cleared)', async () => {
+    const key = newKey('own-expired')
+    const owner = await queue.add('push', { v: 'x' }, { deduplication: { id: key, ttl: TTL } })
+    await t.expire(key)
+    expect(await queue.getDeduplicationJobId(key)).toBeNull()
+    expect(await owner.removeDeduplicationKey()).toBe(false)
+    expect(await t.keyOwner(key)).toBeUndefined()
+  })
+
   it('a duplicate answer carries the owner, so its removal releases the owner\'s key', async () => {
     const key = newKey('via-duplicate')
     const owner = await queue.add('push', { v: 'x' }, { deduplication: { id: key, ttl: TTL } })

@@ -5,6 +5,7 @@ import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { Queue, runMaintenance } from '../src/index.js'
 import { sqlFor } from '../src/db/sql-files.js'
+import { newTokenPrefix } from '../src/worker/job-store.js'
 import { type TestSchema, freshSchema } from './support/schema.js'
 import { storedJob } from './fixtures/worker-helpers.js'
 
@@ -96,7 +97,7 @@ describe('runMaintenance', () => {
     const [p1, p2] = await queue.addBulk([{ name: 'p', data: {} }, { name: 'p', data: {} }])
     const child = await queue.add('c', {}, { dependsOn: [p1!.id, p2!.id] })
     const { rows: claimed } = await db.pool.query<{ id: string; lock_token: string }>(
-      sqlFor('claim-jobs', db.schema), ['maint', 100, 100, 60_000, 'test', -2147483648, '-100000000000000000', '0'])
+      sqlFor('claim-jobs', db.schema), ['maint', 100, 60_000, 'test', newTokenPrefix(), -2147483648, '-100000000000000000', '0'])
     const token = (id: string) => claimed.find((r) => r.id === id)!.lock_token
     const a = new pg.Client({ connectionString: db.url })
     const b = new pg.Client({ connectionString: db.url })

@@ -76,20 +76,21 @@ describe('cancelJob', () => {
     }
   })
 
-  it('a job claimed ahead by a busy worker is cancelled at once and never runs', async () => {
-    const q = queueOf('cancel-claimed')
+  it('a job queued behind a busy worker is cancelled at once and never runs', async () => {
+    const q = queueOf('cancel-queued')
     const ran: string[] = []
     let release!: () => void
     const gate = new Promise<void>((r) => (release = r))
-    const worker = new Worker('cancel-claimed', async (job) => {
+    const worker = new Worker('cancel-queued', async (job) => {
       ran.push(job.name)
       if (job.name === 'block') await gate
     }, { ...opts(), concurrency: 1 })
     try {
       await q.add('block', {})
       await waitFor(() => ran.includes('block'), 5_000, 'the blocking job')
+      // The worker claims only what it starts: with its only slot busy, the next job stays waiting.
       const ahead = await q.add('ahead', {})
-      await waitForState(db, ahead.id, 'claimed', 5_000)
+      expect((await storedJob(db, ahead.id)).state).toBe('waiting')
       expect(await q.cancelJob(ahead.id)).toBe('cancelled')
       release()
       const after = await q.add('after', {})

@@ -70,9 +70,8 @@ describe('plans on tables analysed nearly empty', () => {
       const ids = '{1,2}'
       const tokens = '{00000000-0000-0000-0000-000000000001,00000000-0000-0000-0000-000000000002}'
       const statements: Array<[string, unknown[]]> = [
-        ['claim-jobs', ['tiny-worker', 250, 250, 30000, 'w', -2147483648, '-100000000000000000', '0']],
-        ['steal-claimed-jobs', ['tiny-worker', 16, 30000, 'w']],
-        ['start-jobs', [ids, tokens, 30000]],
+        ['claim-jobs', ['tiny-worker', 250, 30000, 'w', '00000000-0000-0000-', -2147483648, '-100000000000000000', '0']],
+        ['release-lost-claim', ['tiny-worker', 'w', '00000000-0000-0000-']],
         ['complete-jobs', [ids, tokens, '{null,null}']],
         ['fail-job', ['1', tokens.slice(1, 37), 'e', 's', 0]],
         ['release-jobs', [ids, tokens, 0]],

@@ -1,8 +1,8 @@
 // addBulk against a worker's statements (docs/architecture.md, "No deadlock"): a worker's multi-row statements lock
 // job rows in ascending id order, then (through the jobs_finished trigger of the jobs they finish) the dedup_keys
-// rows of those jobs in the same order. A batch that supersedes pending owners, locks dependsOn parents or moves keys
-// must take its rows in that order too; taking them item by item in input order deadlocked against a heartbeat or a
-// completion step over the same jobs (SQLSTATE 40P01, with the batch or the worker's statement as the victim).
+// rows of those jobs in the same order. A batch that locks dependsOn parents or moves keys must take its rows in that
+// order too; taking them item by item in input order deadlocked against a heartbeat or a completion step over the same
+// jobs (SQLSTATE 40P01, with the batch or the worker's statement as the victim).
 //
 // Each case plays the worker's side in a transaction of its own, one row at a time in the worker's order: it takes
 // the first row, waits until the batch is blocked behind it, then takes the second. The batch must then be waiting
@@ -11,7 +11,7 @@
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { Queue } from '../src/index.js'
-import { HEAD, JobStore } from '../src/worker/job-store.js'
+import { HEAD, JobStore, newTokenPrefix } from '../src/worker/job-store.js'
 import { waitFor } from './fixtures/worker-helpers.js'
 import { type TestSchema, freshSchema } from './support/schema.js'
 
@@ -24,14 +24,14 @@ afterAll(async () => {
   await db.drop()
 })
 
-/** Two jobs of `queue`, the first with the lower id, claimed (pending, under a lease) by a worker or made active. */
-async function twoJobs(queue: string, opts: (i: number) => object, start: boolean): Promise<{ low: string; high: string }> {
+/** Two jobs of `queue`, the first with the lower id, claimed (active, under a lease) by a worker. */
+async function twoJobs(queue: string, opts: (i: number) => object): Promise<{ low: string; high: string }> {
   const q = new Queue(queue, { connectionString: db.url, schema: db.schema, migrate: false })
   try {
     const low = await q.add('n', { i: 0 }, opts(0))
     const high = await q.add('n', { i: 1 }, opts(1))
     const store = new JobStore(db.pool, db.schema, queue, 'w-lock-order', 3_600_000, true)
-    const rows = await store.claim(2, start ? 2 : 0, HEAD)
+    const rows = await store.claim(2, HEAD, newTokenPrefix())
     expect(rows.map((r) => r.id).sort()).toEqual([low.id, high.id].sort())
     return { low: low.id, high: high.id }
   } finally {
@@ -68,26 +68,8 @@ async function interleave<T>(sql: string, first: string, second: string, batch: 
 }
 
 describe('addBulk takes its rows in the worker\'s order', () => {
-  it('replacing two claimed owners in descending id order beside a heartbeat over both', async () => {
-    const { low, high } = await twoJobs('lo-replace', (i) => ({ deduplication: { id: `rk-${i}`, ttl: 600_000 } }), false)
-    const q = new Queue('lo-replace', { connectionString: db.url, schema: db.schema, migrate: false })
-    try {
-      const beat = `update "${db.schema}".jobs set locked_until = locked_until + interval '1 second' where id = $1`
-      const jobs = await interleave(beat, low, high, () => q.addBulk([
-        { name: 'n', data: { i: 11 }, opts: { deduplication: { id: 'rk-1', ttl: 600_000, replace: true } } },
-        { name: 'n', data: { i: 10 }, opts: { deduplication: { id: 'rk-0', ttl: 600_000, replace: true } } },
-      ]))
-      expect(jobs.map((j) => j.outcome)).toEqual(['replaced', 'replaced'])
-      const { rows } = await db.pool.query(
-        `select (data->>'i')::int as i from "${db.schema}".jobs where queue = 'lo-replace' order by 1`)
-      expect(rows.map((r) => r.i)).toEqual([10, 11])
-    } finally {
-      await q.close()
-    }
-  }, 30_000)
-
   it('dependsOn parents in descending id order beside a heartbeat over both', async () => {
-    const { low, high } = await twoJobs('lo-parents', () => ({}), true)
+    const { low, high } = await twoJobs('lo-parents', () => ({}))
     const q = new Queue('lo-parents', { connectionString: db.url, schema: db.schema, migrate: false })
     try {
       const beat = `update "${db.schema}".jobs set locked_until = locked_until + interval '1 second' where id = $1`
@@ -102,7 +84,7 @@ describe('addBulk takes its rows in the worker\'s order', () => {
   }, 30_000)
 
   it('replacing the no-TTL keys of two running jobs in descending order beside their completions', async () => {
-    const { low, high } = await twoJobs('lo-keys', (i) => ({ deduplication: { id: `nk-${i}` } }), true)
+    const { low, high } = await twoJobs('lo-keys', (i) => ({ deduplication: { id: `nk-${i}` } }))
     const q = new Queue('lo-keys', { connectionString: db.url, schema: db.schema, migrate: false })
     try {
       // A completion locks the job's row, then its trigger deletes the job's no-TTL key.

@@ -1,5 +1,5 @@
-// addBulk of plain items (no jobId, key or dependency) goes through sql/add-plain-jobs.sql: the one INSERT of
-// _insert_jobs() and one answer row; the jobs it returns must be the jobs stored.
+// addBulk of plain items (no jobId, key or dependency) goes through sql/add-plain-jobs.sql: one INSERT and one answer
+// row; the jobs it returns must be the jobs stored.
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { Queue, Worker } from '../src/index.js'

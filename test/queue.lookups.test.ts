@@ -43,7 +43,7 @@ describe('lookups', () => {
     const queue = new Queue('counts', { connectionString: db.url, schema: db.schema })
     const neighbour = new Queue('counts-neighbour', { connectionString: db.url, schema: db.schema })
     try {
-      const none = { waiting: 0, delayed: 0, 'waiting-children': 0, claimed: 0, active: 0, completed: 0, failed: 0, cancelled: 0 }
+      const none = { waiting: 0, delayed: 0, 'waiting-children': 0, active: 0, completed: 0, failed: 0, cancelled: 0 }
       expect(await queue.getJobCounts()).toEqual(none)
       const setState = (id: string, state: string) =>
         db.pool.query(`update "${db.schema}".jobs set state = $2 where id = $1`, [id, state])
@@ -55,13 +55,13 @@ describe('lookups', () => {
       await db.pool.query(`update "${db.schema}".jobs set run_at = now() - interval '1 second' where id = $1`, [due.id])
       const parent = await queue.add('p', {})
       await queue.add('c', {}, { dependsOn: [parent.id] })
-      for (const state of ['claimed', 'active', 'completed', 'completed', 'failed', 'cancelled'] as const) {
+      for (const state of ['active', 'completed', 'completed', 'failed', 'cancelled'] as const) {
         await setState((await queue.add('s', {})).id, state)
       }
       await neighbour.addBulk(Array.from({ length: 5 }, () => ({ name: 'n', data: {} })))
 
       expect(await queue.getJobCounts()).toEqual({
-        waiting: 3 + 1 + 1, delayed: 2, 'waiting-children': 1, claimed: 1, active: 1, completed: 2, failed: 1, cancelled: 1,
+        waiting: 3 + 1 + 1, delayed: 2, 'waiting-children': 1, active: 1, completed: 2, failed: 1, cancelled: 1,
       })
       expect(await neighbour.getJobCounts()).toEqual({ ...none, waiting: 5 })
     } finally {

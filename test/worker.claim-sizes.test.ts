@@ -1,10 +1,11 @@
 // How a busy worker sizes its claims. One claim is in flight at a time: with fast jobs and a deep backlog, a claim for a
-// handful of jobs sent right after a large one returned would hold that turn while the large batch is worked off, and
-// the next large claim would only go out once the buffer had run dry. The worker waits instead until it wants at least
-// half its prefetch, so its claims stay large while the backlog lasts.
+// handful of jobs sent right after a large one returned would hold that turn while the jobs waiting for a slot are
+// worked off, and the next large claim would only go out once they had run out. The worker waits instead until it
+// wants at least half its window, so its claims stay large while the backlog lasts.
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { Worker } from '../src/index.js'
+import { sqlFor } from '../src/db/sql-files.js'
 import { type TestSchema, freshSchema } from './support/schema.js'
 import { recordingPool } from './fixtures/recording-pool.js'
 import { storedJob, waitFor } from './fixtures/worker-helpers.js'
@@ -25,9 +26,10 @@ describe('claim sizes of a busy worker', () => {
       `insert into "${db.schema}".jobs (queue, name, data) select 'sizes', 'n', jsonb_build_object('i', g) from generate_series(1, $1) g`,
       [total])
     // How many jobs each claim statement asked for (its second parameter).
+    const claim = sqlFor('claim-jobs', db.schema)
     const wants: number[] = []
     const pool = recordingPool(db, 8, (text, values) => {
-      if (text.startsWith('-- Claims up to')) wants.push(Number(values?.[1]))
+      if (text === claim) wants.push(Number(values?.[1]))
     })
     const runs = new Map<string, number>()
     const worker = new Worker('sizes', async (job) => {
@@ -44,7 +46,7 @@ describe('claim sizes of a busy worker', () => {
       expect(runs.size).toBe(total)
       expect([...runs.values()].every((n) => n === 1)).toBe(true)
 
-      // The pace starts one job ahead and grows over the first claims; the last ones meet the end of the backlog.
+      // The window opens once the pace is known and grows over the first claims; the last ones meet the end of the backlog.
       const steady = wants.slice(5, -3)
       expect(steady.length).toBeGreaterThan(10)
       // Before: every large claim was followed by one for `concurrency` jobs (the slots freed while it was in flight),

@@ -15,8 +15,8 @@ beforeAll(async () => {
   await db.pool.query(`insert into "${db.schema}".jobs (queue, name, data) select 'q', 'n', '{}' from generate_series(1, 20000) g`)
   await db.pool.query(`analyze "${db.schema}".jobs`)
   await db.pool.query(
-    `update "${db.schema}".jobs set state = case when id % 20 = 0 then 'active' else 'claimed' end,
-       lock_token = gen_random_uuid(), locked_until = now() where id % 10 = 0`)
+    `update "${db.schema}".jobs set state = 'active', lock_token = gen_random_uuid(), locked_until = now(), locked_by = 'w'
+     where id % 10 = 0`)
   client = new pg.Client({ connectionString: db.url })
   await client.connect()
 })
@@ -43,10 +43,16 @@ const MODES = ['force_custom_plan', 'force_generic_plan']
 
 describe.each(MODES)('plans (%s)', (mode) => {
   it('claim: walks jobs_due from the cursor in order and updates the locked rows by ctid', async () => {
-    const p = await plan(mode, 'claim-jobs', 'text, integer, integer, bigint, text, integer, float8, bigint',
-      `'q', 100, 10, 30000, 'w', 0, 1e12, 5`)
+    const p = await plan(mode, 'claim-jobs', 'text, integer, bigint, text, text, integer, float8, bigint',
+      `'q', 100, 30000, 'w', '00000000-0000-0000-', 0, 1e12, 5`)
     expect(p).toContain('jobs_due')
     expect(p).toMatch(/Tid Scan on jobs j\b/)
+    expect(p).not.toMatch(/Seq Scan on jobs/)
+  })
+
+  it('release of a claim whose answer was lost: through the leases, not a scan of every job', async () => {
+    const p = await plan(mode, 'release-lost-claim', 'text, text, text', `'q', 'w', '00000000-0000-0000-'`)
+    expect(p).toContain('jobs_leases')
     expect(p).not.toMatch(/Seq Scan on jobs/)
   })
 

@@ -5,6 +5,7 @@
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { Queue, Worker } from '../src/index.js'
+import { sqlFor } from '../src/db/sql-files.js'
 import { recordingPool } from './fixtures/recording-pool.js'
 import { waitFor } from './fixtures/worker-helpers.js'
 import { type TestSchema, freshSchema } from './support/schema.js'
@@ -23,8 +24,9 @@ const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 /** A worker whose claim statements are counted (`claims()`). */
 function workerOn(queue: string, started: Map<string, number>) {
   let claims = 0
+  const claim = sqlFor('claim-jobs', db.schema)
   const pool = recordingPool(db, 4, (text) => {
-    if (text.startsWith('-- Claims up to')) claims++
+    if (text === claim) claims++
   })
   const worker = new Worker(queue, async (job) => {
     started.set(job.name, Date.now())

@@ -1,5 +1,5 @@
 --! Previous: -
---! Hash: sha1:8b82feacbede80c6329f1c36249ce581bcaa75cf
+--! Hash: sha1:1bdc288965b19d6cfeaa5373a6f545b56f254b5c
 --! Message: baseline
 
 -- pgonce's schema, whole, in reading order: the types, the tables (with their autovacuum settings), the rules every
@@ -79,7 +79,7 @@ create table :PGONCE_SCHEMA.jobs (
   job_id        :PGONCE_SCHEMA.jobs_job_id,
   data          jsonb not null,
   state         text not null default 'waiting'
-                check (state in ('waiting', 'delayed', 'waiting-children', 'claimed', 'active',
+                check (state in ('waiting', 'delayed', 'waiting-children', 'active',
                                  'completed', 'failed', 'cancelled')),
   -- Claims take jobs by priority (lower first), then run_at, then id.
   priority      integer not null default :PGONCE_SCHEMA._default_priority(),
@@ -116,7 +116,7 @@ create table :PGONCE_SCHEMA.jobs (
   autovacuum_vacuum_cost_limit = 2000
 );
 comment on table :PGONCE_SCHEMA.jobs is
-  'One row per job generation. state: waiting|delayed|waiting-children|claimed|active|completed|failed|cancelled (claimed: leased by a worker, handler not started). attempts counts handler starts.';
+  'One row per job generation. state: waiting|delayed|waiting-children|active|completed|failed|cancelled. attempts counts handler starts.';
 comment on column :PGONCE_SCHEMA.jobs.has_dependents is 'A job added with dependsOn names this one: its end promotes or fails them (jobs_finished).';
 comment on column :PGONCE_SCHEMA.jobs.cancel_requested_at is 'queue.cancelJob() on a running job: its handler is aborted and it ends cancelled.';
 comment on column :PGONCE_SCHEMA.jobs.trace_context is 'W3C traceparent of the add, continued by the worker''s span.';
@@ -224,19 +224,6 @@ comment on table :PGONCE_SCHEMA.cache_epochs is
 insert into :PGONCE_SCHEMA.cache_epochs (bucket, epoch)
 select b, (extract(epoch from clock_timestamp()) * 1000000)::bigint from generate_series(0, 255) b;
 
--- Who can take a hand-off (section "What a worker receives"): a worker's LISTEN session records itself once, when it
--- connects, not on every sleep, so that these rows leave no dead versions for adds to walk however long another
--- transaction holds back the xmin horizon.
-create table :PGONCE_SCHEMA.worker_listeners (
-  worker_id   text primary key,
-  queue       text not null,
-  backend_pid integer not null,
-  lease_ms    bigint not null check (lease_ms > 0),
-  connected_at timestamptz not null default now()
-);
-comment on table :PGONCE_SCHEMA.worker_listeners is
-  'One row per worker LISTEN session (written when it connects, deleted at close or by the next worker of the queue to connect once the session is gone). A plain add hands its job to a listed worker whose _handoff_key advisory lock is held (it sleeps with a free slot).';
-
 -- Paced housekeeping (docs/operations.md). A Worker's housekeeping pauses after each full batch for three times as
 -- long as the batch took, so that working off a backlog leaves the server to the queue's own work (a 50,000-job drain
 -- beside it ran at 0.84x its speed alone, against 0.63x beside back-to-back rounds). The runner pausing writes this
@@ -257,17 +244,17 @@ comment on table :PGONCE_SCHEMA.housekeeping_pace is
 -- the planner inlines them, in queries and in the partial indexes' predicates alike, so that changing one means
 -- rebuilding the indexes that use it.
 
--- The job states. Pending: not started (a claimed job is held by a worker that has not started its handler yet), so
--- replace, extend, cancel and removal treat it as not started.
+-- The job states. Pending: not started (only a worker's claim makes a job active, and a worker claims only what it
+-- starts: docs/workers.md), so replace, extend, cancel and removal act on every pending job.
 create function :PGONCE_SCHEMA._is_pending(state text) returns boolean
 language sql immutable parallel safe as $$
-  select state in ('waiting', 'delayed', 'waiting-children', 'claimed')
+  select state in ('waiting', 'delayed', 'waiting-children')
 $$;
 
 -- Live: pending or running. A jobId is unique among live jobs; a no-TTL key is held while its owner is live.
 create function :PGONCE_SCHEMA._is_live(state text) returns boolean
 language sql immutable parallel safe as $$
-  select state in ('waiting', 'delayed', 'waiting-children', 'claimed', 'active')
+  select state in ('waiting', 'delayed', 'waiting-children', 'active')
 $$;
 
 -- Terminal: finished for good (until retryJob); the history that retention prunes.
@@ -285,7 +272,7 @@ $$;
 -- Leased: held by a worker under lock_token until locked_until; what the rescue of expired leases walks.
 create function :PGONCE_SCHEMA._holds_lease(state text) returns boolean
 language sql immutable parallel safe as $$
-  select state in ('claimed', 'active')
+  select state = 'active'
 $$;
 
 -- A dedup key is held while its owner row exists and either its TTL runs, or it has no TTL and the owner is live.
@@ -296,7 +283,7 @@ language sql stable parallel safe as $$
      and (expires_at > now() or (expires_at is null and :PGONCE_SCHEMA._is_live(owner_state)))
 $$;
 
--- The job defaults together, for _insert_jobs() and SQL callers. plpgsql: PostgreSQL 15 cannot inline a SQL function
+-- The job defaults together, for SQL callers. plpgsql: PostgreSQL 15 cannot inline a SQL function
 -- that returns a record, and plans its body again in every statement that calls it (~30 µs a call); a plpgsql
 -- function keeps its compiled form for the session.
 create function :PGONCE_SCHEMA._job_defaults(out priority integer, out max_attempts integer)
@@ -394,7 +381,7 @@ create index jobs_job_id_history on :PGONCE_SCHEMA.jobs (job_id, id)
 -- The claim order of workers: priority, then run_at, then id.
 create index jobs_due on :PGONCE_SCHEMA.jobs (queue, priority, run_at, id)
   where :PGONCE_SCHEMA._is_queued(state);
--- The next delayed job of a queue, for a worker's due timer (without walking jobs_due's entries of claimed jobs).
+-- The next delayed job of a queue, for a worker's due timer (without walking jobs_due's entries of waiting jobs).
 create index jobs_delayed on :PGONCE_SCHEMA.jobs (queue, run_at)
   where state = 'delayed';
 -- Leases, for the rescue of expired ones.
@@ -421,8 +408,6 @@ create index execution_claims_expiry on :PGONCE_SCHEMA.execution_claims (expires
 create index processed_effects_recorded on :PGONCE_SCHEMA.processed_effects (recorded_at);
 -- A queue's due schedulers, for its workers' ticks.
 create index job_schedulers_due on :PGONCE_SCHEMA.job_schedulers (queue, next_run_at);
--- The listed workers of a queue, for the hand-off.
-create index worker_listeners_queue on :PGONCE_SCHEMA.worker_listeners (queue);
 
 -- =================================================================================================================
 -- Waking workers
@@ -551,8 +536,7 @@ execute function :PGONCE_SCHEMA._job_removed();
 -- Adding jobs
 -- =================================================================================================================
 -- Every add, from TypeScript or SQL, reaches the same functions: _admit_one() decides one item that has a jobId, a key
--- or dependencies (a plain item is its INSERT alone), _insert_jobs() inserts a batch's items, _add_jobs() adds a
--- batch all or nothing, _lock_admission() takes an add's locks in one order. add_job() and add_jobs() are the SQL API
+-- or dependencies (a plain item is its INSERT alone) and every item of a batch, _add_jobs() adds a batch all or nothing, _lock_admission() takes an add's locks in one order. add_job() and add_jobs() are the SQL API
 -- (docs/sql-and-migrations.md); queue.add and queue.addBulk send the statements of sql/ that call them, or, for plain
 -- items, their own INSERTs with the same rules (docs/architecture.md lists the entry points).
 
@@ -565,37 +549,10 @@ create type :PGONCE_SCHEMA.admission as (
   job      :PGONCE_SCHEMA.jobs
 );
 
--- The INSERT of a batch's jobs, given as parallel arrays (one element per job; a null element takes the default). Ids
--- are drawn in array order, so ordering the answer by id gives array order. A job whose jobId is live already is not
--- inserted (no row comes back for it). Does not wake workers: its callers do, once. plpgsql, so that the INSERT is
--- planned once per connection (a SQL function's statements are planned at every call).
-create function :PGONCE_SCHEMA._insert_jobs(
-  p_queue text, p_names text[], p_datas jsonb[], p_job_ids text[], p_dedup_ids text[], p_delays_ms bigint[],
-  p_priorities integer[], p_max_attempts integer[], p_backoffs jsonb[], p_blocked boolean[], p_trace_contexts text[]
-) returns setof :PGONCE_SCHEMA.jobs
-language plpgsql volatile as $$
-begin
-  return query
-  insert into :PGONCE_SCHEMA.jobs
-    (id, queue, name, data, job_id, dedup_key, state, run_at, priority, max_attempts, backoff, trace_context)
-  select nextval(':PGONCE_SCHEMA.job_ids'), p_queue, i.name, coalesce(i.data, '{}'::jsonb), i.job_id, i.dedup_id,
-    :PGONCE_SCHEMA._new_job_state(i.blocked, i.delay_ms), :PGONCE_SCHEMA._due_at(i.delay_ms),
-    coalesce(i.priority, d.priority), coalesce(i.max_attempts, d.max_attempts), i.backoff, i.trace_context
-  from (
-    select * from unnest(p_names, p_datas, p_job_ids, p_dedup_ids, p_delays_ms, p_priorities, p_max_attempts,
-                         p_backoffs, p_blocked, p_trace_contexts)
-      with ordinality as u(name, data, job_id, dedup_id, delay_ms, priority, max_attempts, backoff, blocked, trace_context, ord)
-    order by u.ord
-  ) i cross join :PGONCE_SCHEMA._job_defaults() d
-  on conflict (job_id) where job_id is not null and :PGONCE_SCHEMA._is_live(state) do nothing
-  returning *;
-end
-$$;
-
 -- The admission rules for one add that has a jobId, a dedup key or dependencies: see docs/deduplication.md for the
 -- table this implements. Never raises for a rejection: it comes back in "error", with the key's owner as the job, and
--- nothing is written. Its one-row INSERT has the same columns, rules and ON CONFLICT as _insert_jobs() (calling that
--- with one-element arrays cost ~30 µs of a ~165 µs keyed add). Its statements are planned with sequential scans
+-- nothing is written. It is one of the three INSERTs of jobs (docs/architecture.md, "Entry points"): the one for an
+-- add with anything to decide, and for every add through the SQL API. Its statements are planned with sequential scans
 -- priced out (a key read went from ~4 to ~50 µs on a table analysed while tiny; see _prefer_index), a setting set and
 -- restored around each call (~0.5 µs).
 create function :PGONCE_SCHEMA._admit_one(
@@ -813,10 +770,10 @@ begin
 end
 $$;
 
--- Admits a batch given as parallel arrays (see _insert_jobs): the plain items (no jobId, key or dependency) in one
--- INSERT, then the others one by one in array order, so that repeats of a jobId or key are answered as if added one
--- after another; it stops at the first rejected item, whose answer comes last. Writes what it admitted: the caller
--- undoes it on a rejection.
+-- Admits a batch given as parallel arrays, every item with _admit_one() in array order, so that repeats of a jobId or
+-- key are answered as if added one after another; it stops at the first rejected item, whose answer comes last. Writes
+-- what it admitted: the caller undoes it on a rejection. A plain item costs a call (a 1,000-item add_jobs() of plain
+-- items ~75 ms in a probe on a 2-core VM); queue.addBulk of plain items takes sql/add-plain-jobs.sql instead.
 create function :PGONCE_SCHEMA._admit_batch(
   p_queue text, p_names text[], p_datas jsonb[], p_job_ids text[], p_dedup_ids text[], p_dedup_ttls_ms bigint[],
   p_extends boolean[], p_replaces boolean[], p_delays_ms bigint[], p_priorities integer[], p_max_attempts integer[],
@@ -824,50 +781,23 @@ create function :PGONCE_SCHEMA._admit_batch(
 ) returns :PGONCE_SCHEMA.admission[]
 language plpgsql volatile as $$
 declare
-  v_n integer := coalesce(cardinality(p_names), 0);
-  v_plain boolean[];
   v_answers :PGONCE_SCHEMA.admission[] := '{}';
   v_one record;
   i integer;
 begin
-  select coalesce(array_agg(p_job_ids[s] is null and p_dedup_ids[s] is null and p_depends_on[s] is null order by s), '{}')
-  into v_plain from generate_series(1, v_n) s;
-
-  if true = any(v_plain) then
-    -- nextval() follows array order, so the inserted rows in id order are the plain items in array order.
-    with ins as (
-      select j from :PGONCE_SCHEMA._insert_jobs(p_queue,
-        array(select p_names[s] from generate_series(1, v_n) s where v_plain[s] order by s),
-        array(select p_datas[s] from generate_series(1, v_n) s where v_plain[s] order by s),
-        null, null,
-        array(select p_delays_ms[s] from generate_series(1, v_n) s where v_plain[s] order by s),
-        array(select p_priorities[s] from generate_series(1, v_n) s where v_plain[s] order by s),
-        array(select p_max_attempts[s] from generate_series(1, v_n) s where v_plain[s] order by s),
-        array(select p_backoffs[s] from generate_series(1, v_n) s where v_plain[s] order by s),
-        null,
-        array(select p_trace_contexts[s] from generate_series(1, v_n) s where v_plain[s] order by s)) j
-    ), numbered as (
-      select row_number() over (order by (ins.j).id) as k, ins.j from ins
-    ), positions as (
-      select row_number() over (order by s) as k, s from generate_series(1, v_n) s where v_plain[s]
-    )
-    select array_agg(row(p.s::integer, 'added', null, n.j):::PGONCE_SCHEMA.admission order by p.s)
-    into v_answers
-    from numbered n join positions p on p.k = n.k;
-  end if;
-
-  for i in select s from generate_series(1, v_n) s where not v_plain[s] order by s loop
+  for i in 1 .. coalesce(cardinality(p_names), 0) loop
     select * into v_one from :PGONCE_SCHEMA._admit_one(p_queue, p_names[i], p_datas[i], p_job_ids[i], p_dedup_ids[i],
       p_dedup_ttls_ms[i], coalesce(p_extends[i], false), coalesce(p_replaces[i], false), p_delays_ms[i],
       p_priorities[i], p_max_attempts[i], p_backoffs[i], p_depends_on[i]::bigint[], p_trace_contexts[i]);
-    v_answers := v_answers || row(i, v_one.outcome, v_one.error, v_one.job):::PGONCE_SCHEMA.admission;
+    -- An element assigned in place (an append would copy the array each time).
+    v_answers[i] := row(i, v_one.outcome, v_one.error, v_one.job):::PGONCE_SCHEMA.admission;
     exit when v_one.error is not null;
   end loop;
   return v_answers;
 end
 $$;
 
--- Adds a batch given as parallel arrays (see _insert_jobs), all or nothing: a rejected item undoes the whole batch
+-- Adds a batch given as parallel arrays (see _admit_batch), all or nothing: a rejected item undoes the whole batch
 -- and comes back as the only row; "ordinal" is each item's 1-based position. Items are decided in array order after
 -- _lock_admission(). Wakes the queue's idle workers once, if it queued anything.
 create function :PGONCE_SCHEMA._add_jobs(
@@ -1012,7 +942,7 @@ $$;
 -- What a worker receives
 -- =================================================================================================================
 
--- A job as a worker receives it when it claims or takes it over: what the handler sees, the lock token that fences
+-- A job as a worker receives it when it claims it: what the handler sees, the lock token that fences
 -- every later change, and its times in ms (float8 is cheaper for the client to read than timestamptz). Set-returning
 -- SQL, so that the planner inlines it into the statements that use it.
 create function :PGONCE_SCHEMA._as_claimed(j :PGONCE_SCHEMA.jobs)
@@ -1023,65 +953,6 @@ language sql immutable rows 1 as $$
   select j.id, j.queue, j.name, j.job_id, j.data, j.state, j.priority, j.attempts, j.max_attempts, j.backoff,
     j.dedup_key, j.lock_token, j.last_error, j.error_stack, j.progress, j.trace_context,
     (extract(epoch from j.run_at) * 1000)::float8, (extract(epoch from j.created_at) * 1000)::float8
-$$;
-
--- The hand-off (docs/workers.md): a plain add into a queue whose worker sleeps inserts the job already active for that
--- worker (attempt counted, lock token, lease, as a claim would) and the NOTIFY carries the job, so the handler starts
--- without a claim's round trip. While it sleeps with a free handler slot, besides one of the queue's idle slots a
--- worker holds a session advisory lock of its own, _handoff_key(worker id). An add looks at the listeners
--- (worker_listeners) only when some idle slot is held, and picks the first one whose lock is held. The NOTIFY names
--- the worker and the backend pid of its LISTEN session: only that session of that worker takes the job. A worker with
--- no free slot, or closing, gives it back (run not counted). A notification that never arrives (the LISTEN session
--- died between the add's commit and the delivery) leaves the job active for that worker: once reconnected it gives
--- back what it does not hold (sql/lost-hand-offs.sql); if the worker died, housekeeping rescues the job when its
--- lease expires, as it rescues the job of a crashed worker.
-
--- The session advisory lock a sleeping worker with a free slot holds: it takes hand-offs.
-create function :PGONCE_SCHEMA._handoff_key(p_worker_id text) returns bigint
-language sql immutable parallel safe as $$
-  select hashtextextended(:PGONCE_CHANNEL || ':handoff:' || p_worker_id, 0)
-$$;
-
--- The worker a plain add of p_queue hands its job to, or null: the add may hand off (p_allowed: its own statement,
--- not inside a caller's transaction, whose commit could come after the lease), the job is due now, its payload fits a
--- NOTIFY (8000 bytes: data, backoff and trace context within 3,500 bytes leave room for jsonb's spacing and the
--- rest), the queue is not paused, and a listed worker holds its hand-off lock. One check of the four idle slots
--- (_idle_worker_waits, ~3 µs) comes before any row is read.
-create function :PGONCE_SCHEMA._hand_off_target(p_queue text, p_allowed boolean, p_delay_ms bigint, p_data text,
-  p_backoff text, p_trace_context text) returns :PGONCE_SCHEMA.worker_listeners
-language plpgsql volatile as $$
-declare
-  v :PGONCE_SCHEMA.worker_listeners;
-begin
-  if not coalesce(p_allowed, false) or coalesce(p_delay_ms, 0) > 0
-     or octet_length(coalesce(p_data, '')) + octet_length(coalesce(p_backoff, '')) + octet_length(coalesce(p_trace_context, '')) > 3500
-     or not :PGONCE_SCHEMA._idle_worker_waits(p_queue) then
-    return null;
-  end if;
-  -- _queue_paused()'s rule, read through this function's cached plan: a call of that SQL function plans its body
-  -- again in every statement (~70 µs on PostgreSQL 15, a tenth of the add).
-  if exists (select 1 from :PGONCE_SCHEMA.queue_settings s where s.queue = p_queue and s.paused) then
-    return null;
-  end if;
-  for v in select * from :PGONCE_SCHEMA.worker_listeners l where l.queue = p_queue loop
-    if not pg_try_advisory_lock_shared(:PGONCE_SCHEMA._handoff_key(v.worker_id)) then
-      return v;
-    end if;
-    perform pg_advisory_unlock_shared(:PGONCE_SCHEMA._handoff_key(v.worker_id));
-  end loop;
-  return null;
-end
-$$;
-
--- Sends job j (inserted active for worker p_worker_id) to that worker's LISTEN session p_pid: NOTIFY
--- '!handoff <worker id> <pid> <the job as the claim returns it, JSON, id as text>', delivered at commit.
-create function :PGONCE_SCHEMA._hand_off(j :PGONCE_SCHEMA.jobs, p_worker_id text, p_pid integer) returns boolean
-language plpgsql volatile as $$
-begin
-  perform pg_notify(:PGONCE_CHANNEL, '!handoff ' || p_worker_id || ' ' || p_pid || ' '
-    || (select (to_jsonb(x) || jsonb_build_object('id', x.id::text))::text from :PGONCE_SCHEMA._as_claimed(j) x));
-  return true;
-end
 $$;
 
 -- =================================================================================================================

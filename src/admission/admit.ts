@@ -1,4 +1,4 @@
-// Sends validated adds to the database: a plain one by sql/add-plain-job.sql, any other one through add_job(), a plain batch through _insert_jobs(), any other batch through _add_jobs().
+// Sends validated adds to the database: a plain one by sql/add-plain-job.sql, any other one through add_job(), a plain batch by sql/add-plain-jobs.sql, any other batch through _add_jobs().
 
 import { prepared } from '../db/prepared.js'
 import type { Execute } from '../db/executor.js'
@@ -13,11 +13,6 @@ export interface AdmissionTarget {
   queue: string
   /** With the Redis layer on (docs/redis.md), how a keyed add is decided: src/cache/dedup-precheck.ts. */
   keyed?: KeyedAdmission
-  /**
-   * Whether a plain add may hand its job to a sleeping worker (sql/add-plain-job.sql): only when its statement is its
-   * own transaction, since the lease it gives starts before a caller's transaction would commit.
-   */
-  handOff?: boolean
 }
 
 /** A keyed add through the Redis layer; `inPostgres` is the add as it is without Redis. */
@@ -35,7 +30,7 @@ export function admitOne(t: AdmissionTarget, req: AddRequest): Promise<Admission
  */
 async function admitInPostgres(t: AdmissionTarget, req: AddRequest): Promise<AdmissionRow> {
   const [row] = isPlain(req)
-    ? await t.execute<AnswerRow>(prepared('add-plain-job', t.schema), addPlainJobParams(t.queue, req, t.handOff === true))
+    ? await t.execute<AnswerRow>(prepared('add-plain-job', t.schema), addPlainJobParams(t.queue, req))
     : await t.execute<AnswerRow>(prepared('add-job', t.schema), addJobParams(t.queue, req))
   return admissionFromAnswer(row as AnswerRow, req, t.queue)
 }

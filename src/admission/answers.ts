@@ -76,7 +76,7 @@ export function admissionFromAnswer(a: AnswerRow, req: AddRequest, queue: string
 
 /**
  * The rows of a plain batch, in input order, from its one answer: state 'delayed' when delayed, else 'waiting';
- * run_at = created_at + delay (as _insert_jobs computes it); what an item left out, the server's defaults.
+ * run_at = created_at + delay (as sql/add-plain-jobs.sql computes it); what an item left out, the server's defaults.
  */
 export function plainAdmissions(b: PlainBulkRow, reqs: readonly AddRequest[], queue: string): AdmissionRow[] {
   const ids = b.ids.split(',')

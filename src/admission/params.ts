@@ -10,9 +10,9 @@ export function addJobParams(queue: string, r: AddRequest): unknown[] {
     r.delayMs, r.priority, r.attempts, backoffJson(r), r.dependsOn, r.traceContext]
 }
 
-/** sql/add-plain-job.sql: one plain add; `handOff`: it may go straight to a sleeping worker. */
-export function addPlainJobParams(queue: string, r: AddRequest, handOff: boolean): unknown[] {
-  return [queue, r.name, r.dataJson, r.delayMs, r.priority, r.attempts, backoffJson(r), r.traceContext, handOff]
+/** sql/add-plain-job.sql: one plain add. */
+export function addPlainJobParams(queue: string, r: AddRequest): unknown[] {
+  return [queue, r.name, r.dataJson, r.delayMs, r.priority, r.attempts, backoffJson(r), r.traceContext]
 }
 
 /**

@@ -10,14 +10,14 @@ import { emit, failure } from './output.js'
 /** How many known queue names the refusal lists. */
 const LISTED = 20
 
-/** Throws unless `queue` has a job, a settings row, a scheduler or a listening worker. */
+/** Throws unless `queue` has a job, a settings row or a scheduler. */
 async function checkKnown(db: Db, queue: string, verb: string): Promise<void> {
   const { rows } = await db.pool.query<{ queue: string }>(sqlFor('known-queues', db.schema))
   const names = rows.map((r) => r.queue)
   if (names.includes(queue)) return
   const listed = names.length === 0 ? 'none'
     : `${names.slice(0, LISTED).join(', ')}${names.length > LISTED ? `, … (${names.length - LISTED} more)` : ''}`
-  throw failure(`queue ${queue} was never seen in schema ${db.schema} (no job, setting, scheduler or worker); `
+  throw failure(`queue ${queue} was never seen in schema ${db.schema} (no job, setting or scheduler); `
     + `known queues: ${listed}; give --create to ${verb} it anyway`)
 }
 
@@ -29,7 +29,7 @@ export function registerPause(program: Command): void {
         ? 'stop the workers of a queue from claiming (they finish what they hold; adds are still accepted)'
         : 'let the workers of a queue claim again')
       .argument('<queue>', 'the queue', parseQueue)
-      .option('--create', `${verb} a queue that has no job, setting, scheduler or worker yet`)
+      .option('--create', `${verb} a queue that has no job, setting or scheduler yet`)
       .addOption(jsonOption())
       .action((queue: string, opts: { json?: boolean; create?: boolean }, cmd: Command) => withDb(cmd, async (db) => {
         if (opts.create !== true) await checkKnown(db, queue, verb)

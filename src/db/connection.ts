@@ -32,7 +32,7 @@ export const DEFAULT_STATEMENT_TIMEOUT_MS = 30_000
 /** How much longer than the statement timeout pgonce waits for an answer: the server's own cancel should come first. */
 export const ANSWER_GRACE_MS = 2_000
 /** Longest delay a Node timer accepts. */
-const MAX_TIMER_MS = 2_147_483_647
+export const MAX_TIMER_MS = 2_147_483_647
 
 /** How long pgonce waits: for a connection, and for a statement's answer. */
 export interface Bounds {

@@ -25,8 +25,8 @@ export function listenConfig(pool: pg.Pool, connectionString: string | null, app
 /**
  * The server's TCP keepalives on a LISTEN session: first probe after 10 s idle, then every 5 s, given up after 3
  * unanswered (and after 25 s of unacknowledged data): a vanished peer's session ends within ~25 s. Shorter would end
- * sessions on a network blip (a reconnect, and the hand-offs it missed given back); longer keeps a gone worker's
- * hand-off lock, and the adds handed to it waiting for their lease, for longer.
+ * sessions on a network blip (a reconnect, and a claim for the notifications it may have missed); longer keeps a gone
+ * worker's idle slot, one of its queue's four, for longer.
  */
 const KEEPALIVE = { idleS: '10', intervalS: '5', count: '3', userTimeoutMs: '25000' }
 

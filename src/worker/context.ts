@@ -3,12 +3,11 @@
 import type pg from 'pg'
 import { inTransaction, isConnectionError } from '../db/checkout.js'
 import type { Effects, RunOnceOptions } from '../effects.js'
-import { JobCancelledError, LeaseLostError } from '../errors.js'
+import { JobCancelledError, LeaseLostError, RetryLaterError } from '../errors.js'
 import type { Job } from '../job.js'
 import type { Logger } from '../logger.js'
 import { checkText, fail, serializeData } from '../validate.js'
 import type { ClaimedRow, JobStore } from './job-store.js'
-import { RetryLaterError } from './retry-later.js'
 
 /** What a handler gets besides its job. */
 export interface JobContext {
@@ -71,11 +70,8 @@ export function resultJson(value: unknown, logger: Logger, jobId: string): strin
 }
 
 export class HeldJob<Data> implements JobContext {
-  /**
-   * buffered: claimed ahead, not started; starting: in a start statement; started: active, waiting for a free slot (the
-   * start window, see JobRunner); running: handler running; settling: handler done, outcome being written.
-   */
-  phase: 'buffered' | 'starting' | 'started' | 'running' | 'settling' = 'buffered'
+  /** Where the job is in the worker (the state machine in runner.ts's header). */
+  phase: 'ready' | 'running' | 'settling' = 'ready'
   /** A heartbeat (or a refused write) found the lease taken over: nothing this worker writes about the job will apply. */
   lost = false
   /** Set once `ctx.transaction` is committing or has committed the completion. */
@@ -86,8 +82,6 @@ export class HeldJob<Data> implements JobContext {
   abandoned = false
   /** Set when a heartbeat learned that `queue.cancelJob` asked this job to stop. */
   cancelRequested = false
-  /** In a heartbeat statement in flight: not started until it returns (see Leases.beat). */
-  beating = false
   #controller: AbortController | undefined
   #abortReason: Error | undefined
   #runLogger: Logger | undefined
@@ -97,8 +91,13 @@ export class HeldJob<Data> implements JobContext {
 
   constructor(
     readonly row: ClaimedRow,
-    public job: Job<Data>,
+    readonly job: Job<Data>,
     services: ContextServices,
+    /**
+     * When the statement that set the job's current lease was sent (performance.now(), the monotonic clock, which runs
+     * on while the process is stopped): the lease ends no earlier than `leaseMs` after it (leases.ts).
+     */
+    public leaseFrom: number,
   ) {
     this.#services = services
   }
@@ -170,7 +169,7 @@ export class HeldJob<Data> implements JobContext {
     try {
       return await inTransaction(pool, logger, async (tx) => {
         const value = await fn(tx)
-        const ended = (await store.complete([{ id: this.id, token: this.token, resultJson: resultJson(value, logger, this.id) }], tx)).get(this.token)?.state
+        const ended = (await store.complete([{ id: this.id, token: this.token, resultJson: resultJson(value, logger, this.id) }], tx)).get(this.token)
         if (ended === undefined) throw new LeaseLostError(this.id)
         if (ended === 'cancelled') throw new JobCancelledError(this.id)
         pending.result = value

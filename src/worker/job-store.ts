@@ -1,6 +1,7 @@
-// The worker's statements against the jobs table: claim, start, complete, fail, release, heartbeat, progress, next due time.
+// The worker's statements against the jobs table: claim, complete, fail, release, heartbeat, progress, next due time.
 
 import type pg from 'pg'
+import { randomBytes } from 'node:crypto'
 import type { Backoff, JobRow, JobState } from '../job.js'
 import { prepared } from '../db/prepared.js'
 
@@ -11,8 +12,8 @@ export interface ClaimedRow {
   name: string
   job_id: string | null
   data: unknown
-  /** 'active': the claim started it (attempt counted); 'claimed': held ahead, to be started with `start()`. */
-  state: 'active' | 'claimed'
+  /** Always 'active': a claim starts what it takes (attempt counted). */
+  state: 'active'
   priority: number
   attempts: number
   max_attempts: number
@@ -27,7 +28,7 @@ export interface ClaimedRow {
   created_at_ms: number
 }
 
-/** A row a claim (or a take-over) returned: a claimed row and its run_at exactly, for the cursor. */
+/** A row a claim returned: a claimed row and its run_at exactly, for the cursor. */
 export interface FetchedRow extends ClaimedRow {
   /** run_at in microseconds since the epoch (a bigint as text): exact, where run_at_ms is rounded. */
   run_at_us: string
@@ -53,9 +54,9 @@ export interface Completion {
 }
 
 /** The stored shape of a claimed row, with the columns the claim does not read filled in. */
-export function claimedToJobRow(r: ClaimedRow, state: JobState = r.state): JobRow {
+export function claimedToJobRow(r: ClaimedRow): JobRow {
   return {
-    id: r.id, queue: r.queue, name: r.name, job_id: r.job_id, data: r.data, state,
+    id: r.id, queue: r.queue, name: r.name, job_id: r.job_id, data: r.data, state: r.state,
     priority: r.priority, run_at: new Date(r.run_at_ms), attempts: r.attempts, max_attempts: r.max_attempts,
     backoff: r.backoff, dedup_key: r.dedup_key, lock_token: r.lock_token, locked_until: null,
     last_error: r.last_error, error_stack: r.error_stack, created_at: new Date(r.created_at_ms), finished_at: null,
@@ -70,8 +71,8 @@ export interface PgRunner {
 
 export class JobStore {
   /**
-   * Multi-row changes of this worker's jobs (steps, heartbeats, releases) run one at a time: two of them locking the
-   * same rows in different orders could deadlock. Single-row changes need no turn.
+   * Multi-row changes of this worker's jobs (completions, heartbeats, releases) run one at a time: two of them locking
+   * the same rows in different orders could deadlock. Single-row changes need no turn.
    */
   private turn: Promise<unknown> = Promise.resolve()
 
@@ -98,45 +99,33 @@ export class JobStore {
   }
 
   /**
-   * Claims up to `limit` due jobs after `from` in the fetch order (FOR UPDATE SKIP LOCKED); the first `startNow`
-   * come back active, the rest claimed.
+   * Claims and starts up to `limit` due jobs after `from` in the fetch order (FOR UPDATE SKIP LOCKED), their lock
+   * tokens beginning with `tokenPrefix` (newTokenPrefix()).
    */
-  async claim(limit: number, startNow: number, from: ClaimCursor): Promise<FetchedRow[]> {
+  async claim(limit: number, from: ClaimCursor, tokenPrefix: string): Promise<FetchedRow[]> {
     const { rows } = await this.run<FetchedRow>('claim-jobs',
-      [this.queue, limit, startNow, this.leaseMs, this.workerId, from.priority, from.runAtUs, from.id])
+      [this.queue, limit, this.leaseMs, this.workerId, tokenPrefix, from.priority, from.runAtUs, from.id])
     return rows
   }
 
-  /** Takes up to `limit` jobs other workers claimed ahead and have not started, and starts them (all come back active). */
-  async steal(limit: number): Promise<FetchedRow[]> {
-    const { rows } = await this.run<FetchedRow>('steal-claimed-jobs', [this.queue, limit, this.leaseMs, this.workerId])
-    return rows
+  /** Gives back what a claim with `tokenPrefix` took if its answer was lost (nothing if it never committed); how many. */
+  async releaseLostClaim(tokenPrefix: string): Promise<number> {
+    const { rows } = await this.run<{ count: number }>('release-lost-claim', [this.queue, this.workerId, tokenPrefix])
+    return rows[0]?.count ?? 0
   }
 
   /**
    * Completes jobs whose handlers returned. For each token changed: its new state (completed, or cancelled if that was
-   * requested meanwhile) and run count; a token missing from the answer lost its lease. `runner` lets
+   * requested meanwhile); a token missing from the answer lost its lease. `runner` lets
    * `ctx.transaction` complete its job inside the caller's transaction; otherwise the statement takes its turn among
    * the worker's multi-row changes (see `inTurn`).
    */
-  async complete(done: readonly Completion[], runner?: PgRunner): Promise<Map<string, Step>> {
+  async complete(done: readonly Completion[], runner?: PgRunner): Promise<Map<string, JobState>> {
     const d = byId(done)
     const values = [d.map((c) => c.id), d.map((c) => c.token), d.map((c) => c.resultJson)]
-    const { rows } = runner !== undefined ? await this.run<StepRow>('complete-jobs', values, runner)
-      : await this.inTurn(() => this.run<StepRow>('complete-jobs', values))
-    return stepsOf(rows)
-  }
-
-  /**
-   * Starts claimed-ahead jobs. For each token started: 'active' and its run count; a token missing from the answer
-   * must not run (the job is gone, superseded or cancelled, or its lease was taken over). Takes no turn: a start must
-   * not wait for a completion's WAL flush. A heartbeat sent while one of these jobs was still buffered can be in
-   * flight beside it: both lock in ascending id order (byId), so one waits for the other instead of deadlocking.
-   */
-  async start(jobs: readonly { id: string; token: string }[]): Promise<Map<string, Step>> {
-    const s = byId(jobs)
-    const { rows } = await this.run<StepRow>('start-jobs', [s.map((j) => j.id), s.map((j) => j.token), this.leaseMs])
-    return stepsOf(rows)
+    const { rows } = runner !== undefined ? await this.run<TokenState>('complete-jobs', values, runner)
+      : await this.inTurn(() => this.run<TokenState>('complete-jobs', values))
+    return new Map(rows.map((r) => [r.token, r.state]))
   }
 
   /**
@@ -144,7 +133,7 @@ export class JobStore {
    * lease): after a statement whose reply was lost, it tells whether the statement committed.
    */
   async recorded(ids: string[], tokens: string[]): Promise<Map<string, JobState>> {
-    const { rows } = await this.run<{ token: string; state: JobState }>('outcome-recorded', [ids, tokens])
+    const { rows } = await this.run<TokenState>('outcome-recorded', [ids, tokens])
     return new Map(rows.map((r) => [r.token, r.state]))
   }
 
@@ -170,12 +159,6 @@ export class JobStore {
     return rows[0]?.count ?? 0
   }
 
-  /** Jobs handed off to this worker's previous LISTEN session that it does not hold (`held`: its lock tokens). */
-  async lostHandOffs(held: string[]): Promise<{ id: string; token: string }[]> {
-    const { rows } = await this.run<{ id: string; token: string }>('lost-hand-offs', [this.workerId, this.queue, held])
-    return rows
-  }
-
   /** Stores a running job's progress; false if the lease was lost. */
   async progress(id: string, token: string, json: string): Promise<boolean> {
     const { rows } = await this.run('update-progress', [id, token, json])
@@ -189,18 +172,10 @@ export class JobStore {
   }
 }
 
-/** A job a completion or start changed: its new state and run count. */
-export interface Step {
-  state: JobState
-  attempts: number
-}
-
-interface StepRow extends Step {
+/** A run's lock token and the state its statement left the job in. */
+interface TokenState {
   token: string
-}
-
-function stepsOf(rows: StepRow[]): Map<string, Step> {
-  return new Map(rows.map((r) => [r.token, { state: r.state, attempts: r.attempts }]))
+  state: JobState
 }
 
 /**
@@ -209,4 +184,10 @@ function stepsOf(rows: StepRow[]): Map<string, Step> {
  */
 function byId<T extends { id: string }>(items: readonly T[]): T[] {
   return [...items].sort((a, b) => a.id.length - b.id.length || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
+}
+
+/** A claim's own first 8 bytes of its lock tokens, as sql/claim-jobs.sql takes them: 'xxxxxxxx-xxxx-xxxx-'. */
+export function newTokenPrefix(): string {
+  const hex = randomBytes(8).toString('hex')
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12)}-`
 }

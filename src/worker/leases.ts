@@ -1,10 +1,18 @@
-// Keeps the leases of a worker's held jobs alive (heartbeats), and tells their handlers when a lease is lost or the job cancelled.
+// Keeps the leases of a worker's held jobs alive (heartbeats), renews a job's lease before its handler starts when it
+// may have run out, and tells handlers when a lease is lost or their job cancelled.
 
 import { JobCancelledError, LeaseLostError } from '../errors.js'
 import type { Logger } from '../logger.js'
 import type { HeldJob } from './context.js'
 import type { JobStore } from './job-store.js'
 
+/**
+ * A lease runs out `leaseMs` after the database's now() in the statement that set it, which comes after that statement
+ * was sent: by this process's monotonic clock it lasts at least until `leaseFrom + leaseMs` (HeldJob.leaseFrom). That
+ * clock runs on while the process is stopped (SIGSTOP, a long garbage collection, a paused VM), so a worker resumed
+ * past its lease sees it. Before a handler starts, a job whose lease is more than half spent is renewed first, fenced
+ * by its token, and dropped (never run) if another worker may have taken it over (renewBeforeStart).
+ */
 export class Leases<Data> {
   private timer: NodeJS.Timeout | undefined
   private beating = false
@@ -12,11 +20,10 @@ export class Leases<Data> {
   constructor(
     private readonly store: JobStore,
     private readonly held: ReadonlyMap<string, HeldJob<Data>>,
+    private readonly leaseMs: number,
     private readonly heartbeatMs: number,
     private readonly reportError: (err: Error) => void,
     private readonly logger: Logger,
-    /** A heartbeat returned: the jobs it held back from starting may start. */
-    private readonly beaten: () => void,
   ) {}
 
   start(): void {
@@ -28,39 +35,61 @@ export class Leases<Data> {
     this.timer = undefined
   }
 
-  /** Extends the lease of every held job (claimed ahead, started or running) whose outcome is not being written. */
+  /** Extends the lease of every held job (waiting for a slot or running) whose outcome is not being written. */
   async beat(): Promise<void> {
     if (this.beating) return
-    const sent: HeldJob<Data>[] = []
-    for (const h of this.held.values()) {
-      if (!h.lost && h.completion === null && !h.abandoned && h.phase !== 'starting' && h.phase !== 'settling') sent.push(h)
-    }
+    const sent = [...this.held.values()].filter((h) => !h.lost && h.completion === null && !h.abandoned && h.phase !== 'settling')
     if (sent.length === 0) return
-    // A buffered job must not start while its heartbeat is in flight: a start step takes no turn (step-batcher.ts),
-    // and the two statements locking the same rows in different orders deadlocked (`npm run demo`, 1 run in 6).
-    for (const h of sent) h.beating = true
     this.beating = true
+    const sentAt = performance.now()
     try {
       const alive = await this.store.heartbeat(sent.map((h) => h.id), sent.map((h) => h.token))
-      for (const h of sent) this.learned(h, alive.get(h.token))
+      for (const h of sent) this.learned(h, alive.get(h.token), sentAt)
     } catch (err) {
       this.reportError(err as Error)
     } finally {
-      for (const h of sent) h.beating = false
       this.beating = false
-      this.beaten()
     }
   }
 
-  /** What a heartbeat said of one job: `cancelRequested` for a lease still held, undefined for a lost one. */
-  private learned(h: HeldJob<Data>, cancelRequested: boolean | undefined): void {
+  /** Whether `h`'s lease may be near its end by this process's clock: more than half of it spent. */
+  stale(h: HeldJob<Data>): boolean {
+    return performance.now() - h.leaseFrom >= this.leaseMs / 2
+  }
+
+  /**
+   * Renews a stale lease before the job's handler starts: true once the lease is fresh, false if the job must not run
+   * (taken over, or the renewal failed; the job is then left to the lease rescue). Asked again until fresh: the process
+   * may have stopped again while the renewal was in flight.
+   */
+  async renewBeforeStart(h: HeldJob<Data>): Promise<boolean> {
+    while (this.stale(h)) {
+      const sentAt = performance.now()
+      let cancelRequested: boolean | undefined
+      try {
+        cancelRequested = (await this.store.heartbeat([h.id], [h.token])).get(h.token)
+      } catch (err) {
+        this.reportError(err as Error)
+        return false
+      }
+      this.learned(h, cancelRequested, sentAt)
+      if (h.lost) return false
+    }
+    return true
+  }
+
+  /** What a heartbeat sent at `sentAt` said of one job: `cancelRequested` for a lease still held, undefined for a lost one. */
+  private learned(h: HeldJob<Data>, cancelRequested: boolean | undefined, sentAt: number): void {
     // Settled, settling (its own statement decides) or completed by ctx.transaction meanwhile: not lost.
-    if (!this.held.has(h.token) || h.phase === 'settling' || h.phase === 'starting' || h.completion !== null) return
+    if (!this.held.has(h.token) || h.phase === 'settling' || h.completion !== null) return
     if (cancelRequested === undefined) {
       h.lost = true
       h.abort(new LeaseLostError(h.id))
       this.logger.warn({ jobId: h.id, phase: h.phase }, 'pgonce: lease lost (taken over after it expired, or changed by hand)')
-    } else if (cancelRequested && !h.cancelRequested) {
+      return
+    }
+    h.leaseFrom = Math.max(h.leaseFrom, sentAt)
+    if (cancelRequested && !h.cancelRequested) {
       h.cancelRequested = true
       h.abort(new JobCancelledError(h.id))
       this.logger.info({ jobId: h.id }, 'pgonce: job cancelled while running; its handler is aborted')

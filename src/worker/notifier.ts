@@ -1,4 +1,4 @@
-// One dedicated LISTEN connection per worker: wake-ups and hand-offs by NOTIFY, the idle slot that asks adds to send them, reconnection with backoff.
+// One dedicated LISTEN connection per worker: wake-ups by NOTIFY, the idle slot that asks adds to send them, reconnection with backoff.
 
 import type pg from 'pg'
 import { PgonceClient } from '../db/client.js'
@@ -11,10 +11,7 @@ import type { Logger } from '../logger.js'
 export interface NotifierEvents {
   /** A NOTIFY arrived on the channel. */
   onNotify(payload: string): void
-  /**
-   * The connection was replaced after it died: notifications may have been missed (claim once), and hand-offs sent to
-   * the old session lost (give them back, then call readyForHandOffs).
-   */
+  /** The connection was replaced after it died: notifications may have been missed (claim once). */
   onReconnect(): void
   /** The connection failed, dropped, or hears no NOTIFY (reported once per outage, and once more if its cause changes). */
   onError(err: Error): void
@@ -24,30 +21,20 @@ const FIRST_RETRY_MS = 50
 const MAX_RETRY_MS = 5_000
 /**
  * How often the LISTEN connection must answer a `select 1` (within connectTimeoutMs). Idle, it sends nothing: behind a
- * proxy gone silent it would look alive forever, while its server session keeps the idle slot and adds hand it jobs
- * that never arrive. A ping that goes unanswered drops it; the new session gives those hand-offs back.
+ * proxy gone silent it would look alive forever, while its server session keeps the idle slot and adds NOTIFY it in
+ * vain. A ping that goes unanswered drops it, and the worker reconnects.
  */
 const PING_MS = 5_000
 
-/** Who the worker is, for the listeners that plain adds hand jobs to (migration 000008). */
-export interface Listing {
-  workerId: string
-  leaseMs: number
-}
-
-/** An idle slot held: its number, and whether the worker's hand-off lock came with it. */
+/** An idle slot held: its number. */
 interface Slot {
   slot: number
-  handoffs: boolean
 }
 
 /**
  * The LISTEN connection. Besides LISTEN it holds, while the worker sleeps, one of the queue's four idle slots (a session
- * advisory lock): an add NOTIFYs only while some slot is held, so a sleeping worker must hold one to be woken. With the
- * slot, when the worker has a free handler slot, it takes its hand-off lock: plain adds then insert their job active
- * for this worker and the NOTIFY carries it (the connection is listed in worker_listeners with its backend pid, which
- * the NOTIFY names). Dropping the connection drops both locks; after a reconnect the worker lists the new session and
- * advertises again when it next sleeps.
+ * advisory lock): an add NOTIFYs only while some slot is held, so a sleeping worker must hold one to be woken.
+ * Dropping the connection drops the slot; after a reconnect the worker advertises again when it next sleeps.
  */
 export class Notifier {
   private client: PgonceClient | null = null
@@ -60,10 +47,6 @@ export class Notifier {
   private connecting: Promise<boolean> | undefined
   /** The idle slot held, or a request for one in flight. */
   private slot: Promise<Slot | null> | null = null
-  /** The backend pid of the listed session: hand-offs name it. */
-  private listedPid: number | null = null
-  /** False from a lost connection until the worker has given back the hand-offs lost with it (readyForHandOffs). */
-  private handOffsReady = true
   /** What the current outage was reported as, null while the connection is up. */
   private reported: 'failed' | 'unheard' | null = null
   private readonly probe: NotifyProbe
@@ -73,7 +56,6 @@ export class Notifier {
     private readonly channel: string,
     private readonly schema: string,
     private readonly queue: string,
-    private readonly listing: Listing,
     private readonly events: NotifierEvents,
     private readonly logger: Logger,
     /** Sends a NOTIFY from the worker's pool (the probe that the LISTEN connection hears what adds send). */
@@ -85,11 +67,6 @@ export class Notifier {
   /** The backend pid of the live LISTEN connection, if any (for inspection and tests). */
   get pid(): number | null {
     return (this.client as unknown as { processID?: number } | null)?.processID ?? null
-  }
-
-  /** The backend pid hand-offs to this worker name (its listed LISTEN session), null while the connection is down. */
-  get handOffPid(): number | null {
-    return this.client === null ? null : this.listedPid
   }
 
   /** True while the connection is up: a sleeping worker can count on NOTIFY. */
@@ -110,8 +87,6 @@ export class Notifier {
     await this.connecting
     const client = this.client
     this.client = null
-    // Off the listeners first, so that no add looks this session up again; the locks go with the connection.
-    await client?.query(sqlFor('forget-listener', this.schema), [this.listing.workerId]).catch(() => {})
     await client?.end().catch(() => {})
   }
 
@@ -124,31 +99,19 @@ export class Notifier {
   }
 
   /**
-   * Takes an idle slot unless one is held: adds to the queue NOTIFY from now on, and with `handOffs` (the worker has a
-   * free handler slot) plain adds hand their jobs to it. True when this call took it (an add committed just before
-   * sent no NOTIFY: the caller claims once more); false when one was held already, or none could be taken (all four
-   * held by other workers, whose NOTIFYs reach this one too; or no connection).
+   * Takes an idle slot unless one is held: adds to the queue NOTIFY from now on. True when this call took it (an add
+   * committed just before sent no NOTIFY: the caller claims once more); false when one was held already, or none could
+   * be taken (all four held by other workers, whose NOTIFYs reach this one too; or no connection).
    */
-  async advertise(handOffs: boolean): Promise<boolean> {
+  async advertise(): Promise<boolean> {
     const client = this.client
     if (client === null || this.slot !== null) return false
-    const taking = client.query<Slot>(sqlFor('take-idle-slot', this.schema),
-      [this.queue, handOffs && this.handOffsReady ? this.listing.workerId : null])
+    const taking = client.query<Slot>(sqlFor('take-idle-slot', this.schema), [this.queue])
       .then((r) => r.rows[0] ?? null, () => null)
     this.slot = taking
     const slot = await taking
     if (slot === null && this.slot === taking) this.slot = null
     return slot !== null && this.slot === taking
-  }
-
-  /**
-   * The hand-offs sent to a lost session are given back: the new one may take hand-offs (until then a job handed to
-   * it could also be among those given back). A slot taken meanwhile came without the hand-off lock: it is given back,
-   * and the worker's next sleep takes both (the caller wakes the worker).
-   */
-  readyForHandOffs(): void {
-    this.handOffsReady = true
-    this.withdraw()
   }
 
   /** Gives the idle slot back (the worker is busy: it claims again on its own). */
@@ -159,8 +122,7 @@ export class Notifier {
     if (held === null || client === null) return
     void held.then((held) => {
       if (held !== null && client === this.client) {
-        client.query(sqlFor('release-idle-slot', this.schema), [this.queue, held.slot, held.handoffs ? this.listing.workerId : null])
-          .catch(() => {})
+        client.query(sqlFor('release-idle-slot', this.schema), [this.queue, held.slot]).catch(() => {})
       }
     })
   }
@@ -182,12 +144,9 @@ export class Notifier {
         await prepareListenSession(client, this.schema, this.config.application_name ?? null)
         // The channel comes from an allow-listed schema name; quoted because it contains ':'.
         await client.query(`listen "${this.channel}"`)
-        // A LISTEN that hears nothing (through a transaction-mode pooler) must not hold an idle slot or take hand-offs:
-        // adds would NOTIFY it, or hand it jobs, in vain.
+        // A LISTEN that hears nothing (through a transaction-mode pooler) must not hold an idle slot: adds would NOTIFY
+        // it in vain.
         if (!(await this.probe.hears())) throw unheard()
-        const { rows } = await client.query<{ backend_pid: number }>(sqlFor('register-listener', this.schema),
-          [this.listing.workerId, this.queue, this.listing.leaseMs])
-        this.listedPid = rows[0]?.backend_pid ?? null
       } catch (err) {
         const kind = err instanceof SetupError ? 'unheard' : 'failed'
         this.report(kind, err as Error)
@@ -204,8 +163,8 @@ export class Notifier {
         return false
       }
       this.client = client
-      this.keepPinging(client)
       this.slot = null
+      this.keepPinging(client)
       this.reported = null
       this.retryMs = FIRST_RETRY_MS
       return true
@@ -234,7 +193,6 @@ export class Notifier {
     if (client !== this.client || this.stopped) return
     this.client = null
     this.slot = null
-    this.handOffsReady = false
     this.logger.warn({ err }, 'pgonce: LISTEN connection lost; reconnecting')
     this.report('failed', new Error(`pgonce: the LISTEN connection was lost${err === undefined ? '' : ` (${err.message})`}; `
       + 'reconnecting, and polling every pollIntervalMs meanwhile', { cause: err }))

@@ -1,7 +1,7 @@
 // The Worker's options, their defaults, and their validation before any I/O.
 
 import { type RedisOption, checkRedisOption } from '../cache/redis-client.js'
-import { CONNECTION_OPTION_KEYS, type ConnectionOptions } from '../db/connection.js'
+import { CONNECTION_OPTION_KEYS, type ConnectionOptions, MAX_TIMER_MS } from '../db/connection.js'
 import { checkSchema } from '../db/identifiers.js'
 import { type Logger, checkLogger } from '../logger.js'
 import { MAX_DURATION_MS, checkBoolean, checkInteger, checkOptions, checkText } from '../validate.js'
@@ -12,10 +12,9 @@ export interface WorkerOptions extends ConnectionOptions {
   /** Handlers running at once. (Default: 1) */
   concurrency?: number
   /**
-   * Most jobs claimed by one statement. Each claim takes the free slots plus a prefetch sized to the pace of the
-   * handlers (two claim round trips' worth), at least `min(batchSize / 2, 16 × concurrency)`; claimed-ahead jobs stay
-   * pending (a replace supersedes them, an idle worker takes them over). At most `concurrency + batchSize` jobs are
-   * held (leased) at once, plus up to `batchSize` whose handlers have ended while their outcomes are written.
+   * Most jobs claimed by one statement. A worker claims only what it starts: its free slots, plus (fast handlers only)
+   * the jobs its handlers finish within two claim round trips (docs/workers.md, "Fetching"). At most
+   * `concurrency + batchSize` jobs are held at once, plus up to `batchSize` whose outcomes are being written.
    * (Default: 500)
    */
   batchSize?: number
@@ -65,21 +64,8 @@ export interface WorkerOptions extends ConnectionOptions {
   redis?: RedisOption
 }
 
-export interface ResolvedWorkerOptions {
-  schema: string
-  concurrency: number
-  batchSize: number
-  leaseMs: number
-  heartbeatMs: number
-  pollIntervalMs: number
-  closeTimeoutMs: number
-  maintenanceIntervalMs: number
-  retryLaterMs: number
-  autorun: boolean
-  migrate: boolean
-  poolSize: number
-  preparedStatements: boolean
-  listen: boolean
+/** Every option with its default filled in. */
+export type ResolvedWorkerOptions = Required<Omit<WorkerOptions, 'connectionString' | 'pool' | 'connectTimeoutMs' | 'statementTimeoutMs' | 'listenConnectionString' | 'logger' | 'redis'>> & {
   listenConnectionString: string | null
   logger: Logger
   /** True when the caller gave no logger. */
@@ -87,8 +73,6 @@ export interface ResolvedWorkerOptions {
   redis: RedisOption | undefined
 }
 
-/** Longest delay a Node timer accepts. */
-const MAX_TIMER_MS = 2_147_483_647
 
 const OPTION_KEYS = [
   ...CONNECTION_OPTION_KEYS, 'schema', 'concurrency', 'batchSize', 'leaseMs', 'heartbeatMs', 'pollIntervalMs',

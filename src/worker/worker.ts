@@ -1,40 +1,54 @@
-// Worker: the coordinator that wires the claim loop, the job runner, outcomes, leases and housekeeping; lifecycle.ts starts and stops them in order.
+// Worker: wires the claim loop, the runner, outcomes, leases, LISTEN and housekeeping, and starts and stops them in order.
 
 import { randomBytes } from 'node:crypto'
 import { EventEmitter } from 'node:events'
 import { hostname } from 'node:os'
+import type pg from 'pg'
 import type { CacheOutcome } from '../cache/breaker.js'
 import { Cache } from '../cache/cache.js'
 import { Counters } from '../counters.js'
 import { openPool } from '../db/connection.js'
+import { type PgoncePool, closeWithin } from '../db/pool.js'
+import { sqlFor } from '../db/sql-files.js'
 import { type Transactional, executorFor } from '../db/executor.js'
 import { channelOf, checkQueueName } from '../db/identifiers.js'
+import { listenConfig } from '../db/listen-config.js'
 import { removeDedupKey } from '../dedup-key-removal.js'
 import { type EffectOutcome, Effects } from '../effects.js'
 import type { Job, JobOwner } from '../job.js'
 import type { Logger } from '../logger.js'
+import { migrateUntilDone } from '../migrate/runner.js'
 import { checkOptions, fail } from '../validate.js'
+import { Completer, type RunOutcome } from './completer.js'
+import type { HeldJob } from './context.js'
 import { ErrorReporter } from './error-reporter.js'
 import { Fetcher } from './fetcher.js'
-import { handedOffTo, isHandOff, releaseLostHandOffs } from './hand-off.js'
 import { Housekeeping } from './housekeeping.js'
-import { type Handler, JobRunner } from './job-runner.js'
-import { type WorkerParts, abandonParts, startParts, stopParts } from './lifecycle.js'
 import { JobStore } from './job-store.js'
 import { Leases } from './leases.js'
 import { Notifier } from './notifier.js'
-import { listenConfig } from '../db/listen-config.js'
-import { closeWithin } from '../db/pool.js'
-import { sqlFor } from '../db/sql-files.js'
-import { Schedules } from './schedules.js'
 import { type ResolvedWorkerOptions, type WorkerOptions, resolveWorkerOptions } from './options.js'
-import { type RunOutcome, Settler } from './settler.js'
-import type { WorkerEvents } from './events.js'
-import { StepBatcher } from './step-batcher.js'
+import { type Handler, Runner } from './runner.js'
+import { Schedules } from './schedules.js'
 
-export type { Handler } from './job-runner.js'
-export type { WorkerEvents } from './events.js'
+export type { Handler } from './runner.js'
 
+/** The Worker's events. */
+export type WorkerEvents<Data, Result> = {
+  /** A job's completion was recorded; `result` is what is stored as `job.result`. */
+  completed: [job: Job<Data>, result: Result]
+  /** An attempt failed and was recorded; `job.state` says what follows: `waiting`/`delayed` (retried) or `failed` (for good). */
+  failed: [job: Job<Data>, error: Error]
+  /** The job ended `cancelled` (`queue.cancelJob` while it ran). */
+  cancelled: [job: Job<Data>]
+  /** Something went wrong outside a handler (a statement failed, a lease was lost). Never crashes the process: see `logger`. */
+  error: [error: Error]
+}
+
+/**
+ * The worker's own states: idle → starting (migrations, cache, LISTEN) → running → closing → closed; close() from idle
+ * or starting goes straight to closing (a start in progress stops at its next step).
+ */
 type State = 'idle' | 'starting' | 'running' | 'closing' | 'closed'
 
 /**
@@ -61,15 +75,25 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
   readonly runOutcomes: Counters<RunOutcome>
   /** The outcomes of this worker's ctx.effect and ctx.runOnce calls (ran, duplicate-done, …), for metrics. */
   readonly effectOutcomes: Counters<EffectOutcome>
-  // ES private fields: the options (a listen connection string, a Redis URL), the pool and the logger stay out of what
-  // a logger, JSON.stringify or util.inspect reads from a Worker (docs/observability.md, "Logging").
+  // ES private fields: the options (a listen connection string, a Redis URL), the pool and everything holding it stay
+  // out of what a logger, JSON.stringify or util.inspect reads from a Worker (docs/observability.md, "Logging").
   readonly #opts: ResolvedWorkerOptions
   readonly #logger: Logger
   readonly #errors: ErrorReporter
-  /** Everything the worker runs on; lifecycle.ts starts and stops it in order. */
-  readonly #parts: WorkerParts<Data, Result>
+  readonly #pool: pg.Pool
+  /** The pool pgonce opened (and ends), null for yours. */
+  readonly #owned: PgoncePool | null
   /** How long close() may take: closeTimeoutMs for the handlers, and an answer's bound (docs/workers.md, "Graceful close"). */
   readonly #closeBoundMs: number
+  readonly #cache: Cache | undefined
+  readonly #effects: Effects
+  readonly #notifier: Notifier
+  readonly #fetcher: Fetcher<Data, Result>
+  readonly #runner: Runner<Data, Result>
+  readonly #completer: Completer<Data, Result>
+  readonly #leases: Leases<Data>
+  readonly #housekeeping: Housekeeping
+  readonly #schedules: Schedules
   private state: State = 'idle'
   private started: Promise<void> | undefined
   private closing: Promise<void> | undefined
@@ -79,63 +103,43 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
     this.queue = checkQueueName(queue, 'queue')
     if (typeof handler !== 'function') fail('INVALID_TYPE', 'handler', 'must be a function')
     const { resolved, connection } = resolveWorkerOptions(options)
-    this.#opts = resolved
-    const schema = (this.schema = resolved.schema)
+    const opts = (this.#opts = resolved)
+    const schema = (this.schema = opts.schema)
     this.id = `${hostname().slice(0, 24)}:${process.pid}:${randomBytes(3).toString('hex')}`
-    this.#logger = resolved.logger.child({ component: 'pgonce.worker', queue: this.queue, worker: this.id })
-    this.#errors = new ErrorReporter((err) => this.listenerCount('error') > 0 && this.emit('error', err), this.#logger, resolved.silent)
+    const logger = (this.#logger = opts.logger.child({ component: 'pgonce.worker', queue: this.queue, worker: this.id }))
+    this.#errors = new ErrorReporter((err) => this.listenerCount('error') > 0 && this.emit('error', err), logger, opts.silent)
     const report = (err: Error): void => this.#errors.report(err)
-    const { pool, owned, bounds } = openPool(connection, this.#logger, resolved.poolSize)
-    this.#closeBoundMs = resolved.closeTimeoutMs + bounds.answerMs
-    const store = new JobStore(pool, schema, this.queue, this.id, resolved.leaseMs, resolved.preparedStatements)
-    const cache = resolved.redis === undefined ? undefined
-      : new Cache({ redis: resolved.redis, pool, schema, named: resolved.preparedStatements,
-        listenConnectionString: resolved.listenConnectionString, logger: this.#logger })
-    this.cacheOutcomes = cache?.outcomes ?? new Counters<CacheOutcome>()
-    const effects = new Effects({ pool, schema, logger: resolved.logger, migrate: false, preparedStatements: resolved.preparedStatements },
-      { cache, queue: this.queue })
-    const steps = new StepBatcher(store, report, this.#logger)
-    const settler = new Settler<Data, Result>(store, steps, {
-      owner: this,
-      completed: (job, result) => this.emit('completed', job, result),
-      failed: (job, err) => this.emit('failed', job, err),
-      cancelled: (job) => this.emit('cancelled', job),
-      reportError: report,
-      requeued: (ms) => (ms > 0 ? fetcher.wakeIn(ms) : fetcher.wake()),
-      closed: () => this.state === 'closed',
-    }, this.#logger, this.queue)
-    this.runOutcomes = settler.outcomes
-    this.effectOutcomes = effects.outcomes
-    const services = { pool, store, effects, retryLaterMs: resolved.retryLaterMs, logger: this.#logger }
-    const runner = new JobRunner<Data, Result>(handler, resolved.concurrency, resolved.batchSize, services, settler,
-      steps, this, { capacityChanged: () => fetcher.pump(), reportError: report }, this.#logger)
-    const notifier = new Notifier(listenConfig(pool, resolved.listenConnectionString, `pgonce-listener ${this.id}`), channelOf(schema), schema, this.queue,
-      { workerId: this.id, leaseMs: resolved.leaseMs }, {
-      onNotify: (payload) => this.notified(payload),
-      onReconnect: () => void releaseLostHandOffs(store, [...runner.held.keys()], this.#logger).catch(report).finally(() => {
-        notifier.readyForHandOffs()
-        fetcher.wake()
-      }),
-      onError: report,
-    }, this.#logger, (payload) => pool.query(sqlFor('notify-probe', schema), [payload]))
-    const fetcher = new Fetcher(store, notifier, {
-      demand: () => runner.demand(),
-      claimed: (rows, demand, ms) => runner.claimed(rows, demand, ms),
-      canTakeHandOff: () => runner.canTakeHandOff(),
-      reportError: report,
-    }, resolved.pollIntervalMs, this.#logger)
-    this.#parts = {
-      pool, owned, schema, cache, effects, notifier, fetcher, runner, steps,
-      leases: new Leases<Data>(store, runner.held, resolved.heartbeatMs, report, this.#logger, () => runner.resume()),
-      housekeeping: new Housekeeping(pool, schema, resolved.maintenanceIntervalMs, resolved.logger, report),
-      schedules: new Schedules(pool, schema, this.queue, resolved.pollIntervalMs, this.#logger, report),
-    }
-    if (resolved.autorun) this.run().catch(() => {})
+    const { pool, owned, bounds } = openPool(connection, logger, opts.poolSize)
+    this.#pool = pool
+    this.#owned = owned
+    this.#closeBoundMs = opts.closeTimeoutMs + bounds.answerMs
+    const store = new JobStore(pool, schema, this.queue, this.id, opts.leaseMs, opts.preparedStatements)
+    this.#cache = opts.redis === undefined ? undefined
+      : new Cache({ redis: opts.redis, pool, schema, named: opts.preparedStatements,
+        listenConnectionString: opts.listenConnectionString, logger })
+    this.cacheOutcomes = this.#cache?.outcomes ?? new Counters<CacheOutcome>()
+    this.#effects = new Effects({ pool, schema, logger: opts.logger, migrate: false, preparedStatements: opts.preparedStatements },
+      { cache: this.#cache, queue: this.queue })
+    this.effectOutcomes = this.#effects.outcomes
+    this.#completer = new Completer<Data, Result>(store, this, this, report, logger, this.queue)
+    this.runOutcomes = this.#completer.outcomes
+    const services = { pool, store, effects: this.#effects, retryLaterMs: opts.retryLaterMs, logger }
+    const held = new Map<string, HeldJob<Data>>()
+    this.#leases = new Leases<Data>(store, held, opts.leaseMs, opts.heartbeatMs, report, logger)
+    this.#runner = new Runner<Data, Result>(handler, opts.concurrency, opts.batchSize, services, this.#leases, this.#completer,
+      this, report, logger, held)
+    this.#notifier = new Notifier(listenConfig(pool, opts.listenConnectionString, `pgonce-listener ${this.id}`), channelOf(schema),
+      schema, this.queue, { onNotify: (payload) => this.notified(payload), onReconnect: () => this.#fetcher.wake(), onError: report }, logger,
+      (payload) => pool.query(sqlFor('notify-probe', schema), [payload]))
+    this.#fetcher = new Fetcher(store, this.#notifier, this.#runner, opts.pollIntervalMs, report, logger)
+    this.#housekeeping = new Housekeeping(pool, schema, opts.maintenanceIntervalMs, opts.logger, report)
+    this.#schedules = new Schedules(pool, schema, this.queue, opts.pollIntervalMs, logger, report)
+    if (opts.autorun) this.run().catch(() => {})
   }
 
   /** Backend pid of the LISTEN connection, null while it is down. */
   get listenerPid(): number | null {
-    return this.#parts.notifier.pid
+    return this.#notifier.pid
   }
 
   /**
@@ -151,7 +155,7 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
   }
 
   /**
-   * Stops claiming, gives claimed-but-unstarted jobs back to the queue (run not counted), waits up to
+   * Stops claiming, gives claimed jobs whose handlers have not started back to the queue (run not counted), waits up to
    * `closeTimeoutMs` for running handlers and their completions, then ends its connections. A handler still running
    * after the timeout sees `ctx.signal` abort; if it throws then, its job goes back to the queue without counting
    * the run, otherwise it stays active until its lease expires and housekeeping rescues it.
@@ -161,41 +165,78 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
     return this.closing
   }
 
-  /** @internal Used by `job.removeDeduplicationKey()`: deletes the key only if job `jobId` owns it, in `tx` if given. */
+  /** @internal Used by `job.removeDeduplicationKey()`: deletes the key only if job `jobId` owns it, in `tx` if given; true if it was held. */
   async removeOwnedDeduplicationKey(key: string, jobId: string, options?: { tx?: Transactional }): Promise<boolean> {
     const { tx } = checkOptions<{ tx?: Transactional }>(options, 'options', ['tx'])
-    const execute = executorFor(tx === undefined ? this.#parts.pool : tx, 'options.tx', this.#opts.preparedStatements)
-    return (await removeDedupKey(execute, this.#parts.cache, this.schema, this.queue, key, jobId, tx !== undefined)).deleted
+    const execute = executorFor(tx === undefined ? this.#pool : tx, 'options.tx', this.#opts.preparedStatements)
+    return (await removeDedupKey(execute, this.#cache, this.schema, this.queue, key, jobId, tx !== undefined)).held
   }
 
   private notified(payload: string): void {
-    if (payload === this.queue) this.#parts.fetcher.wake()
-    else if (isHandOff(payload)) {
-      const row = handedOffTo(payload, this.id, this.#parts.notifier.handOffPid)
-      if (row !== null) this.#parts.runner.handedOff(row)
-    }
+    if (payload === this.queue) this.#fetcher.wake()
     // queue.cancelJob on a running job: the next heartbeat would tell; beat now.
-    else if (payload.startsWith('!cancel ')) void this.#parts.leases.beat()
-    else if (payload === `!schedulers ${this.queue}`) this.#parts.schedules.changed()
+    else if (payload.startsWith('!cancel ')) void this.#leases.beat()
+    else if (payload === `!schedulers ${this.queue}`) this.#schedules.changed()
   }
 
+  /**
+   * Migrations (retried with backoff while the database is unreachable), the Redis cache, LISTEN, then the timers and
+   * the first claim: LISTEN comes before the first claim, so that nothing added in between goes unnoticed. Stops,
+   * having started nothing more, when close() came meanwhile.
+   */
   private async start(): Promise<void> {
     if (this.state !== 'idle') return
     this.state = 'starting'
     const aborted = (): boolean => this.state !== 'starting'
-    if (!(await startParts(this.#parts, this.#opts, this.#opts.logger, aborted, (err) => this.#errors.report(err)))) return
+    const report = (err: Error): void => this.#errors.report(err)
+    if (this.#opts.migrate) await migrateUntilDone({ pool: this.#pool, schema: this.schema, logger: this.#opts.logger }, aborted, report)
+    if (aborted()) return
+    await this.#cache?.start()
+    if (this.#opts.listen) await this.#notifier.start()
+    if (aborted()) return
+    this.#leases.start()
+    this.#housekeeping.start()
+    this.#schedules.start()
+    this.#fetcher.start()
     this.state = 'running'
     this.#logger.info({ concurrency: this.#opts.concurrency, batchSize: this.#opts.batchSize }, 'pgonce: worker started')
   }
 
+  /**
+   * Claims stop first (a claim in flight returns and its jobs are held), then the jobs not started go back to the
+   * queue, then the running handlers get `closeTimeoutMs`; only then do leases and outcome writes stop (after that a
+   * late handler's job is left to the rescue), and the connections end last.
+   */
   private async shutdown(): Promise<void> {
     const wasRunning = this.state === 'running' || this.state === 'starting'
     this.state = 'closing'
-    await closeWithin(this.#closeBoundMs, async () => {
-      if (wasRunning) await this.started?.catch(() => {})
-      await stopParts(this.#parts, wasRunning, this.#opts.closeTimeoutMs, () => (this.state = 'closed'))
-    }, () => abandonParts(this.#parts, this.#logger))
+    await closeWithin(this.#closeBoundMs, () => this.stopInOrder(wasRunning), () => {
+      // Out of time: the connections are dropped and what waits on them fails; jobs not given back are rescued after their lease.
+      this.#logger.warn('pgonce: close ran out of time; dropping the connections (jobs not given back are rescued after their lease)')
+      this.#notifier.abandon()
+      this.#owned?.abandon()
+    })
     this.state = 'closed'
     this.#logger.info('pgonce: worker closed')
+  }
+
+  private async stopInOrder(wasRunning: boolean): Promise<void> {
+    if (wasRunning) {
+      await this.started?.catch(() => {})
+      this.#runner.refuseNewStarts()
+      this.#notifier.withdraw()
+      await this.#fetcher.stop()
+      await this.#runner.stop()
+      await this.#runner.finish(this.#opts.closeTimeoutMs)
+    }
+    this.#leases.stop()
+    this.#completer.stop()
+    this.state = 'closed'
+    await this.#housekeeping.stop()
+    await this.#schedules.stop()
+    await this.#notifier.stop()
+    await this.#effects.close()
+    await this.#cache?.close()
+    await this.#owned?.end()
   }
 }

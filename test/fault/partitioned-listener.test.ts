@@ -1,8 +1,8 @@
 // A worker whose host vanishes without closing its sockets (powered off, cut off by the network): its LISTEN session
-// stays open on the server until TCP gives up on it, and with it the advisory locks that say "this worker sleeps with a
-// free slot". While they live, plain adds are handed to that worker and wait for their lease. The session sets
-// server-side TCP keepalives (sql/listen-session.sql), so the server ends it within about half a minute instead of the
-// kernel's default two hours, and the next adds go to a worker that is alive.
+// stays open on the server until TCP gives up on it, and with it the idle slot that says "this worker sleeps" (one of
+// the queue's four: while they are all held by gone sessions, live workers take none). The session sets server-side TCP
+// keepalives (sql/listen-session.sql), so the server ends it within about half a minute instead of the kernel's default
+// two hours, its slot goes with it, and the next adds run on a worker that is alive.
 //
 // The partition is real: iptables drops every packet of the worker's LISTEN connection, both ways (root only; skipped
 // without iptables, or a failure naming the install command when REQUIRE_IPTABLES=1, as in CI).
@@ -58,7 +58,7 @@ describe.skipIf(!iptables)(`a partitioned worker${iptables ? '' : ` (skipped: ip
     await db?.drop()
   })
 
-  it('its LISTEN session ends on the server within ~30 s, and plain adds then go to a live worker', async () => {
+  it('its LISTEN session ends on the server within ~30 s with its idle slot, and plain adds then run on a live worker', async () => {
     const url = new URL(db.url)
     if (url.hostname !== '127.0.0.1' && url.hostname !== 'localhost') return // the rules below name 127.0.0.1
     const serverPort = Number(url.port || 5432)
@@ -71,17 +71,16 @@ describe.skipIf(!iptables)(`a partitioned worker${iptables ? '' : ` (skipped: ip
     let live: Worker | undefined
     const rules: string[][] = []
     try {
-      // It sleeps with a free slot and takes hand-offs: a plain add reaches it active.
-      await waitFor(async () => (await db.pool.query(`select 1 from "${db.schema}".worker_listeners w
-          where w.queue = 'partitioned' and exists (select 1 from pg_locks l where l.locktype = 'advisory' and l.granted
-            and l.objsubid = 1 and ((l.classid::bigint << 32) | l.objid::bigint) = "${db.schema}"._handoff_key(w.worker_id))`)).rowCount === 1,
-      60_000, 'the first worker to take hand-offs')
-      expect((await queue.add('probe', {})).state).toBe('active')
-      const { rows } = await db.pool.query<{ pid: number; port: number }>(
-        `select a.pid, a.client_port as port from "${db.schema}".worker_listeners w join pg_stat_activity a on a.pid = w.backend_pid
-         where w.queue = 'partitioned'`)
-      expect(rows).toHaveLength(1)
-      const { pid, port } = rows[0] as { pid: number; port: number }
+      // It sleeps: its LISTEN session holds an idle slot of the queue, and a plain add wakes it.
+      const slotHolder = async () => (await db.pool.query<{ pid: number; port: number }>(
+        `select a.pid, a.client_port as port from pg_locks l join pg_stat_activity a on a.pid = l.pid
+         where l.locktype = 'advisory' and l.granted and l.objsubid = 1
+           and ((l.classid::bigint << 32) | l.objid::bigint) = "${db.schema}"._idle_slot_key('partitioned', 0)`)).rows[0]
+      await waitFor(slotHolder, 60_000, 'the first worker to hold an idle slot')
+      const probe = await queue.add('probe', {})
+      await waitFor(async () => (await db.pool.query(`select 1 from "${db.schema}".handled where job_id = $1`, [probe.id])).rowCount === 1,
+        10_000, 'the sleeping worker to run the probe')
+      const { pid, port } = await waitFor(slotHolder, 10_000, 'the first worker to sleep again')
       expect(port).toBeGreaterThan(0)
       for (const rule of dropRules(serverPort, port)) {
         iptablesRun('-A', rule)
@@ -90,12 +89,12 @@ describe.skipIf(!iptables)(`a partitioned worker${iptables ? '' : ` (skipped: ip
       child.kill('SIGSTOP')
       const cut = Date.now()
 
-      // The server notices the silent peer by itself (keepalives unanswered), ends the session, and its locks go.
+      // The server notices the silent peer by itself (keepalives unanswered), ends the session, and its slot goes.
       await waitFor(async () => (await db.pool.query('select 1 from pg_stat_activity where pid = $1', [pid])).rowCount === 0,
         60_000, 'the server to end the partitioned LISTEN session')
       expect(Date.now() - cut).toBeLessThan(45_000)
 
-      // A live worker: the next plain add is handed to it (or claimed by it), not to the one that is gone.
+      // A live worker runs the next plain add.
       const ranBy: string[] = []
       live = new Worker('partitioned', async (job) => { ranBy.push(job.id) },
         { connectionString: db.url, schema: db.schema, migrate: false, pollIntervalMs: 200 })

@@ -7,6 +7,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { Queue, Worker, runMaintenance } from '../../src/index.js'
 import { sqlFor } from '../../src/db/sql-files.js'
+import { newTokenPrefix } from '../../src/worker/job-store.js'
 import { type TestSchema, freshSchema } from '../support/schema.js'
 import { type Child, exited, notSurviving, spawnFixture, waitFor } from './support.js'
 
@@ -192,7 +193,7 @@ describe('a stale lock token', () => {
       const job = await queue.add('s', {}, { attempts: 5 })
       const claim = async (): Promise<string> => {
         const { rows } = await db.pool.query<{ lock_token: string }>(sqlFor('claim-jobs', s),
-          ['stale', 1, 1, 60_000, 'manual', -2_147_483_648, '-100000000000000000', '0'])
+          ['stale', 1, 60_000, 'manual', newTokenPrefix(), -2_147_483_648, '-100000000000000000', '0'])
         expect(rows).toHaveLength(1)
         return rows[0]!.lock_token
       }
@@ -206,7 +207,6 @@ describe('a stale lock token', () => {
 
       const attempts: [string, unknown[]][] = [
         ['complete-jobs', [[job.id], [old], ['{"stale":true}']]],
-        ['start-jobs', [[job.id], [old], 60_000]],
         ['fail-job', [job.id, old, 'stale failure', null, 0]],
         ['heartbeat', [[job.id], [old], 600_000]],
         ['release-jobs', [[job.id], [old], 0]],

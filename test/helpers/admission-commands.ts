@@ -11,7 +11,7 @@ import {
 } from './admission-model.js'
 import type { RealAnswer, RealBatch, World } from './admission-world.js'
 import {
-  claimJob, completeJob, deleteJobRow, expireKey, failJob, finishJobByHand, removeKey, removeOwnKey, startJob,
+  claimJob, completeJob, deleteJobRow, expireKey, failJob, finishJobByHand, removeKey, removeOwnKey,
 } from './owner-transitions.js'
 
 /** A small key space and jobId space, so that adds collide all the time. */
@@ -251,7 +251,7 @@ class TxStep extends Step {
   }
 }
 
-type JobAction = 'claim' | 'claimAhead' | 'start' | 'complete' | 'fail' | 'cancel' | 'finishByHand' | 'removeOwnKey' | 'deleteRow'
+type JobAction = 'claim' | 'complete' | 'fail' | 'cancel' | 'finishByHand' | 'removeOwnKey' | 'deleteRow'
 
 /** A transition of one job picked among the candidates the model offers; nothing to do when there are none. */
 class JobStep extends Step {
@@ -273,20 +273,9 @@ class JobStep extends Step {
     w.log(label)
     switch (this.action) {
       case 'claim':
-      case 'claimAhead':
-        if (this.action === 'claim') m.activate(job.id)
-        else m.claimAhead(job.id)
-        w.tokens.set(id, await claimJob(db, id, this.action === 'claimAhead'))
+        m.activate(job.id)
+        w.tokens.set(id, await claimJob(db, id))
         return
-      case 'start': {
-        m.start(job.id)
-        const row = await startJob(db, id, w.tokens.get(id) ?? '')
-        const expected = { state: 'active', attempts: job.attempts }
-        if (row?.state !== expected.state || row.attempts !== expected.attempts) {
-          throw new Error(`${label}: start-jobs started it as ${JSON.stringify(row)}, the model ${JSON.stringify(expected)}`)
-        }
-        return
-      }
       case 'complete': {
         m.complete(job.id)
         const row = await completeJob(db, id, w.tokens.get(id) ?? '')
@@ -322,9 +311,7 @@ class JobStep extends Step {
   }
   private accepts(j: ModelJob): boolean {
     switch (this.action) {
-      case 'claim':
-      case 'claimAhead': return isQueued(j.state)
-      case 'start': return j.state === 'claimed'
+      case 'claim': return isQueued(j.state)
       case 'complete':
       case 'fail': return j.state === 'active'
       case 'cancel':
@@ -388,9 +375,7 @@ export const stepArb: fc.Arbitrary<Step> = fc.oneof(
       commit: fc.boolean(),
     }).map(({ ops, commit }) => new TxStep(ops, commit)),
   },
-  { weight: 2, arbitrary: pickArb.map((p) => new JobStep('claim', p)) },
-  { weight: 2, arbitrary: pickArb.map((p) => new JobStep('claimAhead', p)) },
-  { weight: 1, arbitrary: pickArb.map((p) => new JobStep('start', p)) },
+  { weight: 4, arbitrary: pickArb.map((p) => new JobStep('claim', p)) },
   { weight: 3, arbitrary: pickArb.map((p) => new JobStep('complete', p)) },
   { weight: 2, arbitrary: pickArb.map((p) => new JobStep('fail', p)) },
   { weight: 1, arbitrary: pickArb.map((p) => new JobStep('cancel', p)) },

@@ -5,8 +5,8 @@
 // batch is always its items one after another (docs/deduplication.md#addbulk). Jobs carry model ids (1, 2, …, in the order the model
 // creates them); the property test maps real `job.id`s onto them.
 //
-// States: pending = waiting, delayed, waiting-children, claimed (a worker holds it, its handler not started); live =
-// pending + active; terminal = completed, failed, cancelled.
+// States: pending = waiting, delayed, waiting-children; live = pending + active (a worker claimed it and runs its
+// handler); terminal = completed, failed, cancelled.
 //
 // A job's end (to a terminal state, however it got there: a worker's statement, a cancel, an operator's UPDATE) does,
 // in the same transaction: its no-TTL key is released if it still owns it (generation-safe); its dependents still in
@@ -30,7 +30,7 @@
 // dependent).
 
 export type JobState =
-  | 'waiting' | 'delayed' | 'waiting-children' | 'claimed' | 'active' | 'completed' | 'failed' | 'cancelled'
+  | 'waiting' | 'delayed' | 'waiting-children' | 'active' | 'completed' | 'failed' | 'cancelled'
 export type Terminal = 'completed' | 'failed' | 'cancelled'
 export type Outcome = 'added' | 'duplicate-job-id' | 'duplicate-key' | 'extended' | 'replaced'
 export type RejectionCode = 'EXTEND_NOT_PENDING' | 'REPLACE_HAS_DEPENDENTS' | 'DEPENDENCY_NOT_FOUND'
@@ -123,8 +123,8 @@ export interface ModelState {
   nextId: number
 }
 
-const PENDING: ReadonlySet<JobState> = new Set(['waiting', 'delayed', 'waiting-children', 'claimed'])
-const LIVE: ReadonlySet<JobState> = new Set(['waiting', 'delayed', 'waiting-children', 'claimed', 'active'])
+const PENDING: ReadonlySet<JobState> = new Set(['waiting', 'delayed', 'waiting-children'])
+const LIVE: ReadonlySet<JobState> = new Set(['waiting', 'delayed', 'waiting-children', 'active'])
 
 export const isPending = (s: JobState): boolean => PENDING.has(s)
 export const isLive = (s: JobState): boolean => LIVE.has(s)
@@ -206,7 +206,7 @@ export class AdmissionModel {
       where = `not held (${where})`
     } else {
       const state = (this.s.jobs.get(heldBy) as ModelJob).state
-      const of = state === 'claimed' ? 'claimed' : isPending(state) ? 'pending' : state === 'active' ? 'active' : 'terminal'
+      const of = isPending(state) ? 'pending' : state === 'active' ? 'active' : 'terminal'
       where = `held, owner ${of}`
       if (strategy === 'replace' && this.hasLiveDependent(heldBy)) {
         // Past waiting-children: only a completed owner can have one (promoted, or added after it completed).
@@ -270,7 +270,7 @@ export class AdmissionModel {
     }
     const job = this.insert(req)
     this.s.keys.set(dedup.id, { owner: job.id, ttl: dedup.ttl !== undefined, expired: false })
-    // A pending owner (claimed included) is superseded: its row goes, with its edges; an active or terminal one stays.
+    // A pending owner is superseded: its row goes, with its edges; an active or terminal one stays.
     if (owner !== undefined && isPending(owner.state)) this.remove(owner.id)
     return this.answer(this.failIfParentEnded(job), owner === undefined ? 'added' : 'replaced')
   }
@@ -301,25 +301,10 @@ export class AdmissionModel {
     return { kind: 'batch', answers }
   }
 
-  /** A worker's claim that starts the handler at once: a waiting or delayed job becomes active, its attempt counted. */
+  /** A worker's claim, which starts what it takes: a waiting or delayed job becomes active, its attempt counted. */
   activate(id: number): void {
     const j = this.mustGet(id)
     if (!isQueued(j.state)) throw new Error(`model: job ${id} is ${j.state}, not claimable`)
-    j.state = 'active'
-    j.attempts += 1
-  }
-
-  /** A claim ahead: a waiting or delayed job becomes claimed (held under a lease), its attempt not counted yet. */
-  claimAhead(id: number): void {
-    const j = this.mustGet(id)
-    if (!isQueued(j.state)) throw new Error(`model: job ${id} is ${j.state}, not claimable`)
-    j.state = 'claimed'
-  }
-
-  /** sql/start-jobs.sql: a claimed job becomes active, its attempt counted. */
-  start(id: number): void {
-    const j = this.mustGet(id)
-    if (j.state !== 'claimed') throw new Error(`model: job ${id} is ${j.state}, not claimed`)
     j.state = 'active'
     j.attempts += 1
   }
@@ -363,12 +348,13 @@ export class AdmissionModel {
     return held
   }
 
-  /** job.removeDeduplicationKey(): deletes the row only if this job owns it; true if a row went. */
+  /** job.removeDeduplicationKey(): deletes the row only if this job owns it; true if it was held. */
   removeOwnKey(id: number): boolean {
     const j = this.mustGet(id)
     if (j.key === null || this.s.keys.get(j.key)?.owner !== id) return false
+    const held = this.heldOwner(j.key) !== null
     this.s.keys.delete(j.key)
-    return true
+    return held
   }
 
   /** A job row deleted by hand. */

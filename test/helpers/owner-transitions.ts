@@ -1,7 +1,7 @@
-// Moves key owners along for the admission property test: claim (to active, or claimed ahead), start, complete, fail,
-// cancel, finish by hand, key expiry and removal, a row deleted by hand.
+// Moves key owners along for the admission property test: claim, complete, fail, cancel, finish by hand, key expiry and
+// removal, a row deleted by hand.
 //
-// Starting, completing and failing run pgonce's own statements (sql/start-jobs.sql, sql/complete-jobs.sql, sql/fail-job.sql), so that what
+// Completing and failing run pgonce's own statements (sql/complete-jobs.sql, sql/fail-job.sql), so that what
 // follows a job's end is pgonce's logic, not the test's; their parameters are known here and nowhere else in the tests
 // that use this file. A claim is a raw UPDATE that does to the row what sql/claim-jobs.sql does to the jobs it claims
 // (no worker runs, so nothing else ever claims; claim-jobs.sql itself only takes due jobs in fetch order, and the test
@@ -16,22 +16,21 @@ export interface OwnerDb {
   schema: string
 }
 
-/** The lease the test's claims and starts take: far longer than a run. */
+/** The lease the test's claims take: far longer than a run. */
 const LEASE_MS = 600_000
 
 /**
- * A claim of one waiting or delayed job (due or not), as sql/claim-jobs.sql claims: `ahead` false, active with its
- * attempt counted and started_at set (the first $3 rows); `ahead` true, claimed (leased, handler not started: attempts
- * unchanged, started_at null). Either way a fresh lock token, a lease, locked_by. Returns the lock token.
+ * A claim of one waiting or delayed job (due or not), as sql/claim-jobs.sql claims: active with its attempt counted and
+ * started_at set, a fresh lock token, a lease, locked_by. Returns the lock token.
  */
-export async function claimJob(db: OwnerDb, id: string, ahead = false): Promise<string> {
+export async function claimJob(db: OwnerDb, id: string): Promise<string> {
   const { rows } = await db.pool.query<{ lock_token: string }>(
     `update "${db.schema}".jobs
-     set state = case when $2 then 'claimed' else 'active' end, lock_token = gen_random_uuid(),
-         locked_until = now() + make_interval(secs => $3::bigint / 1000.0), locked_by = 'admission-property',
-         attempts = attempts + case when $2 then 0 else 1 end, started_at = case when $2 then null else now() end
+     set state = 'active', lock_token = gen_random_uuid(),
+         locked_until = now() + make_interval(secs => $2::bigint / 1000.0), locked_by = 'admission-property',
+         attempts = attempts + 1, started_at = now()
      where id = $1 and state in ('waiting', 'delayed')
-     returning lock_token::text`, [id, ahead, LEASE_MS])
+     returning lock_token::text`, [id, LEASE_MS])
   const row = rows[0]
   if (row === undefined) throw new Error(`job ${id} is not waiting or delayed: it cannot be claimed`)
   return row.lock_token
@@ -41,12 +40,6 @@ interface StepRow {
   token: string
   state: string
   attempts: number
-}
-
-/** sql/start-jobs.sql ($1 ids, $2 tokens, $3 lease ms) starting one claimed job: its row ({ state: 'active', attempts }), or null if the token did not match. */
-export async function startJob(db: OwnerDb, id: string, token: string): Promise<StepRow | null> {
-  const { rows } = await db.pool.query<StepRow>(sqlFor('start-jobs', db.schema), [[id], [token], LEASE_MS])
-  return rows[0] ?? null
 }
 
 /** sql/complete-jobs.sql ($1 ids, $2 tokens, $3 results as JSON text) completing one active job: its row ({ state: 'completed', … }), or null if the token did not match. */
@@ -76,7 +69,7 @@ export function removeKey(queue: { removeDeduplicationKey(key: string): Promise<
   return queue.removeDeduplicationKey(key)
 }
 
-/** job.removeDeduplicationKey() on the job as read back by id: true if this generation owned the key's row. */
+/** job.removeDeduplicationKey() on the job as read back by id: true if this generation owned the key and it was held. */
 export async function removeOwnKey(
   queue: { getJob(id: string): Promise<{ removeDeduplicationKey(): Promise<boolean> } | null> }, id: string): Promise<boolean> {
   const job = await queue.getJob(id)
@@ -92,7 +85,7 @@ export async function removeOwnKey(
 export async function finishJobByHand(db: OwnerDb, id: string, state: 'completed' | 'failed' | 'cancelled'): Promise<boolean> {
   const { rowCount } = await db.pool.query(
     `update "${db.schema}".jobs set state = $2, finished_at = now(), lock_token = null, locked_until = null
-     where id = $1 and state in ('waiting', 'delayed', 'waiting-children', 'claimed', 'active')`, [id, state])
+     where id = $1 and state in ('waiting', 'delayed', 'waiting-children', 'active')`, [id, state])
   return rowCount === 1
 }
 
