@@ -2,7 +2,7 @@
 -- A duplicate with nothing to decide is answered here by _admit_one()'s first, lock-free reads (same rules, same
 -- answer) without its plpgsql calls: a live jobId generation (not with dependsOn, whose parents come first), else the
 -- held key of a plain duplicate (an extend without a TTL never gets here: src/admission/request.ts refuses it).
--- Otherwise add_job(). bench/README.md, "Duplicates answered in the statement". Three answer columns (no ordinal).
+-- Otherwise add_job(). bench/DECISIONS.md#duplicates-in-statement. Three answer columns (no ordinal).
 -- $1 queue, $2 name, $3 data, $4 jobId, $5 key, $6 TTL ms, $7 extend, $8 replace, $9 delay ms, $10 priority,
 -- $11 max attempts, $12 backoff, $13 dependsOn (bigint[]), $14 trace context.
 -- _keep_index(): the index whatever the statistics were when a session planned this (docs/architecture.md).

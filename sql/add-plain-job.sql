@@ -1,7 +1,7 @@
 -- queue.add of a plain job (no jobId, dedup key or dependency: nothing to decide): _admit_one()'s one-row INSERT for
 -- a plain job, with the same rules (_new_job_state, _due_at, the scalar defaults), answered in _answer()'s shape (three
 -- columns: no ordinal, no NOTIFY result). Kept beside add_job() because it skips its plpgsql layers (W2 1.34x,
--- bench/README.md "Won back"). The idle slots are probed once (_idle_worker_waits, inlined) and _wake() is called only
+-- bench/DECISIONS.md#plain-add). The idle slots are probed once (_idle_worker_waits, inlined) and _wake() is called only
 -- when a worker sleeps. $1 queue, $2 name, $3 data (JSON text), $4 delay ms, $5 priority, $6 max attempts, $7 backoff
 -- (JSON text), $8 trace context.
 with ins as (

@@ -2,7 +2,7 @@
 -- _admit_one()'s (_new_job_state, _due_at, the scalar defaults), without its ON CONFLICT (a plain item has no jobId to
 -- conflict on), and the wake-up rule; without the per-item admission rows of _add_jobs() either (parsing 1,000 answer
 -- rows cost the client more than the INSERT cost the server). Kept for its measurement: a 1,000-item batch 7.8
--- against 12.2 ms through a plpgsql INSERT function and per-item answers (bench/README.md, "Bulk adds of plain items"),
+-- against 12.2 ms through a plpgsql INSERT function and per-item answers (bench/DECISIONS.md#plain-bulk),
 -- and ~1.2x a call of one (7.0 against 8.7 ms in a probe). Answered by one row:
 -- the new ids in input order, comma-separated; now() in ms (every job's created_at; run_at = created_at + delay); the
 -- defaults used for what the items left out. $1 queue, $2 names, $3 the items' data as one JSON array, $4 delays ms,

@@ -10,12 +10,12 @@
 -- removable while another transaction holds back the xmin horizon); the worker scans from the head again regularly.
 -- The cursor's run_at is exact (run_at_us: a ms figure in float8 rounds, and a cursor stepped back to be safe put
 -- every job sharing that run_at, e.g. a whole bulk load, after it: the seek fell back to the start of the batch and
--- walked its dead prefix: claims of 250 from 4 to 8 ms over a 600,000-job drain; bench/README.md, "A long history").
+-- walked its dead prefix: claims of 250 from 4 to 8 ms over a 600,000-job drain; bench/DECISIONS.md#claim-cursor).
 -- Committed without waiting for the WAL flush (synchronous_commit off for this transaction only): a claim lost in a
 -- server crash leaves the job waiting, as if the worker had died before claiming; outcomes are still flushed.
 -- The rows are updated through the ctids their lock returned, in one array (a TID scan, not a second index descent
 -- per row). The answer is `_as_claimed()` over `row(c.*)`, which the planner reduces to plain columns (over a whole-row
--- `returning j` it took the 26-column row apart once per field; bench/README.md, "The claim statement").
+-- `returning j` it took the 26-column row apart once per field; bench/DECISIONS.md, "Statement and schema forms").
 -- _keep_index(): the TID scan whatever the statistics were when a session planned this (docs/architecture.md).
 -- Not on the pick: its LIMIT is a parameter, planned as a tenth of the queue's rows, so the qual's cost would grow with
 -- the queue and cross jit_above_cost; the pick keeps jobs_due unless the table was analysed at a few dozen rows.

@@ -4,7 +4,7 @@
 -- (its no-TTL key released, its dependents promoted or failed) is the jobs_finished trigger's. Each job is found by
 -- primary key: "state || ''" keeps any plan from driving the update from the jobs_leases partial index, whose row
 -- estimate (the leases at the last ANALYZE) is often far too small. A plain statement rather than a plpgsql function:
--- the function's RETURN QUERY cost ~1.2-2 µs a job of server time (bench/README.md, "The completion statement").
+-- the function's RETURN QUERY cost ~1.2-2 µs a job of server time (bench/DECISIONS.md, "Statement and schema forms").
 -- _keep_index(): the index whatever the statistics were when a session planned this (docs/architecture.md).
 update :PGONCE_SCHEMA.jobs j
 set state = case when j.cancel_requested_at is null then 'completed' else 'cancelled' end,

@@ -75,7 +75,7 @@ export interface RoundSettings {
    * After each full batch, wait this many times as long as the batch took before the next one (0: none), and let no
    * other runner of the schema work meanwhile (housekeeping_pace). A Worker's housekeeping waits
    * 3x: a backlog (a retention shortened on a long history) then takes at most about a quarter of one connection's
-   * time, however many workers run; measured in bench/README.md, "Pruning beside a drain".
+   * time, however many workers run; measured in bench/DECISIONS.md#paced-housekeeping.
    */
   pace?: number
   /** Aborted: the round stops before its next batch (or during a pause), leaving the rest to the next round. */

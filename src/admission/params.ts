@@ -18,7 +18,7 @@ export function addPlainJobParams(queue: string, r: AddRequest): unknown[] {
 /**
  * sql/add-plain-jobs.sql: plain items, one array per column but the data, which goes as one JSON array (each item's
  * data is JSON text already: joined, the server parses it once instead of an array of quoted, escaped strings), and
- * null for a column no item sets. Both measured in bench/README.md, "Bulk adds of plain items".
+ * null for a column no item sets. Both measured in bench/DECISIONS.md#plain-bulk.
  */
 export function addPlainJobsParams(queue: string, reqs: readonly AddRequest[]): unknown[] {
   const n = reqs.length

@@ -35,7 +35,7 @@ import type { Runner } from './runner.js'
  * the slot held and NOTIFY too late for it. So after a claim finds the queue dry the worker claims again at
  * FIRST_SETTLE_POLL_MS, then at twice the previous interval until the poll interval is reached: such jobs start within
  * about twice the time their transaction stayed open. Finding jobs starts the series over. What they cost where
- * nothing is missed: W6 0.99x, W8 0.97x, within the noise (bench/README.md, "Settle polls and hand-offs, on and off", measured beside the hand-off since removed).
+ * nothing is missed: W6 0.99x, W8 0.97x, within the noise (bench/DECISIONS.md#settle-polls, measured beside a hand-off since removed).
  */
 type Mode = 'stopped' | 'ready' | 'claiming' | 'sleeping'
 

@@ -70,7 +70,7 @@ export class Runner<Data, Result> {
    * How many jobs the next claim asks for (0: none now): the free slots plus the window, at most `batchSize`, and at
    * most `concurrency + batchSize` held in all, not counting up to `batchSize` whose completions are being written
    * (counted in full, the next claim waited for the completion statement in flight: claims in flight 82% of a drain
-   * instead of 94%, about 0.9x its speed; bench/README.md, "Claims while completions are written"). With jobs already
+   * instead of 94%, about 0.9x its speed; bench/DECISIONS.md#claims-not-waiting). With jobs already
    * waiting for a slot it waits until it wants half the window: one claim is in flight at a time, and a small one
    * would hold that turn while the window runs down. The jobs asked for count as taken until claimed() returns them.
    */
