@@ -33,6 +33,13 @@ create table pgonce.cache_epochs (
 );
 comment on table pgonce.cache_epochs is 'The Redis layer''s epoch of each bucket of cache identities, bumped when a cacheable fact of the bucket ends (microseconds since 1970 or more: never reused after a restore).';
 
+create table pgonce.cache_listeners (
+  listener text not null,
+  trusted_until timestamp with time zone not null,
+  constraint cache_listeners_pkey PRIMARY KEY (listener)
+);
+comment on table pgonce.cache_listeners is 'The processes whose cache listener may answer from Redis, each at most until trusted_until (src/cache/listener-lease.ts): while a row lasts, a change that ends a cached fact waits 100 ms after its commit before it reports success.';
+
 create table pgonce.dedup_keys (
   queue text not null,
   key text not null,
@@ -490,6 +497,13 @@ begin
 end
 $function$;
 
+CREATE OR REPLACE FUNCTION pgonce._cache_bumps_pending()
+ RETURNS boolean
+ LANGUAGE sql
+AS $function$
+  select coalesce(current_setting("pgonce"._cache_pending_setting(), true), '') not in ('', ',')
+$function$;
+
 CREATE OR REPLACE FUNCTION pgonce._cache_effect_unprunable(p_recorded_at timestamp with time zone)
  RETURNS boolean
  LANGUAGE sql
@@ -556,6 +570,14 @@ begin
 end
 $function$;
 
+CREATE OR REPLACE FUNCTION pgonce._cache_leases_last()
+ RETURNS boolean
+ LANGUAGE sql
+ STABLE
+AS $function$
+  select exists (select 1 from "pgonce".cache_listeners where trusted_until > now())
+$function$;
+
 CREATE OR REPLACE FUNCTION pgonce._cache_listener_key()
  RETURNS bigint
  LANGUAGE sql
@@ -589,6 +611,38 @@ CREATE OR REPLACE FUNCTION pgonce._cache_pending_setting()
  IMMUTABLE PARALLEL SAFE
 AS $function$
   select 'pgonce_cache.' || substr('pgonce:pgonce', 8)
+$function$;
+
+CREATE OR REPLACE FUNCTION pgonce._cache_settle_interval_ms()
+ RETURNS integer
+ LANGUAGE sql
+ IMMUTABLE PARALLEL SAFE
+AS $function$
+  select 100
+$function$;
+
+CREATE OR REPLACE FUNCTION pgonce._cache_settle_key()
+ RETURNS bigint
+ LANGUAGE sql
+ IMMUTABLE PARALLEL SAFE
+AS $function$
+  select hashtextextended('pgonce:pgonce' || ':cache-settle', 0)
+$function$;
+
+CREATE OR REPLACE FUNCTION pgonce._cache_settle_ms(p_ends boolean)
+ RETURNS integer
+ LANGUAGE plpgsql
+AS $function$
+begin
+  if not coalesce(p_ends, false) then
+    return 0;
+  end if;
+  perform pg_advisory_xact_lock_shared("pgonce"._cache_settle_key());
+  if "pgonce"._cache_leases_last() then
+    return "pgonce"._cache_settle_interval_ms();
+  end if;
+  return 0;
+end
 $function$;
 
 CREATE OR REPLACE FUNCTION pgonce._cache_truncated()
@@ -1044,6 +1098,42 @@ begin
   select max(epoch) into v_epoch from "pgonce".cache_epochs;
   perform pg_notify('pgonce:pgonce', '!cache *');
   return v_epoch;
+end
+$function$;
+
+CREATE OR REPLACE PROCEDURE pgonce.remove_dedup_key(IN queue text, IN key text, INOUT removed boolean DEFAULT NULL::boolean)
+ LANGUAGE plpgsql
+AS $procedure$
+declare
+  v_ended boolean;
+begin
+  with gone as (
+    delete from "pgonce".dedup_keys k
+    where k.queue = remove_dedup_key.queue and k.key = remove_dedup_key.key and "pgonce"._keep_index(k.job_id)
+    returning k.job_id, k.expires_at
+  )
+  select exists (
+           select 1 from gone g join "pgonce".jobs o on o.id = g.job_id
+           where "pgonce"._key_held(g.expires_at, o.state) and "pgonce"._keep_index(o.id)),
+         exists (select 1 from gone g where g.expires_at > now())
+  into removed, v_ended;
+  commit;
+  if v_ended then
+    perform "pgonce".wait_for_caches();
+  end if;
+end
+$procedure$;
+
+CREATE OR REPLACE FUNCTION pgonce.wait_for_caches()
+ RETURNS integer
+ LANGUAGE plpgsql
+AS $function$
+begin
+  if "pgonce"._cache_leases_last() then
+    perform pg_sleep("pgonce"._cache_settle_interval_ms() / 1000.0);
+    return "pgonce"._cache_settle_interval_ms();
+  end if;
+  return 0;
 end
 $function$;
 

@@ -66,6 +66,7 @@ import type { EpochListener } from './epoch-listener.js'
 import type { Fact, KeyNames } from './keys.js'
 import type { RedisLike } from './redis-client.js'
 import { hold, raiseEpochs, release } from './scripts.js'
+import { settle } from './settle.js'
 
 /** How long a hold keeps a bucket's pre-checks missing when its call never releases it (a crash, a caller's transaction). */
 export const HOLD_MS = 10_000
@@ -110,48 +111,62 @@ export class Invalidation {
   /**
    * After a commit that may have ended facts of `buckets` (null: of any bucket whose epoch is not `before`'s): reads
    * their epochs from Postgres, learns them, and raises the epoch keys in Redis, so that no process answers an ended
-   * fact from here on (see (3)).
+   * fact from here on (see (3)). False when Redis could not be told (then the caller waits out the leases).
    */
-  async publish(buckets: readonly number[] | null, before: readonly number[] = []): Promise<void> {
+  async publish(buckets: readonly number[] | null, before: readonly number[] = []): Promise<boolean> {
     const redis = this.cache.connection()
-    if (redis === null || this.cache.isClosed) return
+    if (redis === null || this.cache.isClosed) return false
     let rows: EpochRow[]
     try {
       rows = await this.cache.execute<EpochRow>(sqlFor('cache-epochs', this.cache.schema), [buckets])
     } catch (err) {
       this.logger.warn({ err }, 'pgonce: could not read the cache epochs after a change; other processes learn it by NOTIFY')
-      return
+      return false
     }
     const known = rows.map((r) => ({ bucket: r.bucket, epoch: Number(r.epoch) }))
       .filter((r) => buckets !== null || r.epoch > (before[r.bucket] ?? 0))
     for (const r of known) this.cache.listening()?.learn(r.bucket, r.epoch)
-    if (known.length === 0) return
-    await this.cache.gate.run('raise epochs', () => raiseEpochs(redis.client, known.map((r) => redis.names.epoch(r.bucket)), known.map((r) => r.epoch)))
+    if (known.length === 0) return true
+    const raised = await this.cache.gate.run('raise epochs',
+      () => raiseEpochs(redis.client, known.map((r) => redis.names.epoch(r.bucket)), known.map((r) => r.epoch)))
+    return raised !== FAILED
   }
 
   /**
    * Runs `statement`, which may end facts of `facts` ('all': of any bucket, unknown beforehand), with the invalidation
-   * of (3): hold, statement, then (outside a caller's transaction) publish and release.
+   * of (3): hold, statement, then (outside a caller's transaction) publish, and when Redis could not be told, the wait
+   * `settleMs` of its answer says; then release.
    */
-  async ending<T>(facts: readonly Fact[] | 'all', inCallerTx: boolean, statement: () => Promise<T>): Promise<T> {
+  async ending<T>(facts: readonly Fact[] | 'all', inCallerTx: boolean, statement: () => Promise<T>,
+    settleMs: (result: T) => number | Promise<number>): Promise<T> {
     const buckets = facts === 'all' ? [] : [...new Set(facts.map((f) => f.bucket))]
     if (facts !== 'all' && buckets.length === 0) return statement()
     await this.cache.start()
     const before = facts === 'all' ? (this.cache.listening()?.epochs() ?? []) : []
     const held = await this.hold(buckets)
+    let done: { result: T } | null = null
     try {
-      return await statement()
+      done = { result: await statement() }
+      return done.result
     } finally {
       if (!inCallerTx) {
-        await this.publish(facts === 'all' ? null : buckets, before)
+        const published = await this.publish(facts === 'all' ? null : buckets, before)
+        if (!published && done !== null) await settle(await settleMs(done.result))
         if (held) await this.release(buckets)
       }
     }
   }
 }
 
-/** `statement` with {@link Invalidation.ending} when there is a cache, as is when there is none. */
-export function endingFacts<T>(cache: { invalidation: Invalidation } | undefined, facts: () => readonly Fact[] | 'all', inCallerTx: boolean,
-  statement: () => Promise<T>): Promise<T> {
-  return cache === undefined ? statement() : cache.invalidation.ending(facts(), inCallerTx, statement)
+/**
+ * `statement` with {@link Invalidation.ending} when there is a cache; when there is none, outside a caller's
+ * transaction, the wait `settleMs` of its answer says (migration 000020): either way no process answers an ended fact
+ * from Redis once this returns.
+ */
+export async function endingFacts<T>(cache: { invalidation: Invalidation } | undefined, facts: () => readonly Fact[] | 'all',
+  inCallerTx: boolean, statement: () => Promise<T>, settleMs: (result: T) => number | Promise<number>): Promise<T> {
+  if (cache !== undefined) return cache.invalidation.ending(facts(), inCallerTx, statement, settleMs)
+  const result = await statement()
+  if (!inCallerTx) await settle(await settleMs(result))
+  return result
 }
