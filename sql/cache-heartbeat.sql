@@ -1,3 +1,4 @@
--- The cache listener's heartbeat (src/cache/listener-lease.ts): a NOTIFY on its own channel $1, payload $2, sent on its
--- own LISTEN session. Hearing it back proves the session has delivered every NOTIFY committed before it was sent.
+-- The cache listener's heartbeat (src/cache/listener-lease.ts): a NOTIFY on the listener's own channel $1, payload
+-- $2, sent from pgonce's pool. PostgreSQL delivers NOTIFYs in commit order: once the listener's session hears it, it has
+-- heard every NOTIFY committed before this was sent.
 select pg_notify($1::text, $2::text)

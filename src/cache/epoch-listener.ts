@@ -82,7 +82,7 @@ export class EpochListener {
     private readonly pool: Execute,
     private readonly logger: Logger,
   ) {
-    this.lease = new ListenerLease(schema, (client) => this.stalled(client), logger)
+    this.lease = new ListenerLease(schema, pool, (client) => this.stalled(client), logger)
   }
 
   /** True while the epochs below are current (see the class comment). */

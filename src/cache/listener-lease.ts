@@ -1,4 +1,4 @@
-// The cache listener's two leases (migration 000020): Redis is trusted only while this process has heard, within TRUST_MS, a heartbeat it sent on its own LISTEN session, and while its row in cache_listeners lasts.
+// The cache listener's two leases (migration 000020): Redis is trusted only while its LISTEN session has heard, within TRUST_MS, a heartbeat NOTIFY sent from pgonce's pool, and while its row in cache_listeners lasts.
 
 import { randomBytes } from 'node:crypto'
 import type pg from 'pg'
@@ -18,7 +18,7 @@ export const TRUST_MS = 100
 const HEARTBEAT_EVERY_MS = 25
 /** Heartbeats stop after this long without a pre-check; the next one asks Postgres and starts them again. */
 const IDLE_MS = 10_000
-/** A heartbeat not heard back after this long: the session stopped delivering (a frozen backend), and is replaced. */
+/** A heartbeat committed and not heard this long after: the session stopped delivering (a frozen backend), and is replaced. */
 export const STALL_MS = 2_000
 /** The row in cache_listeners is written for this long, and renewed every RENEW_EVERY_MS. */
 const LEASE_MS = 30_000
@@ -30,9 +30,14 @@ const LEASE_SLACK_MS = 1_000
 const UNREGISTER_WAIT_MS = 1_000
 
 /**
- * The proof that this process still hears every bump: a heartbeat NOTIFY on a channel of its own, sent every
- * HEARTBEAT_EVERY_MS on the LISTEN session while pre-checks ask, and its row in cache_listeners, which makes removals
- * that Redis never hears of wait for it (migration 000020). One per EpochListener; it follows the listener's sessions.
+ * The proof that this process still hears every bump: a heartbeat NOTIFY on a channel of its own, sent from pgonce's
+ * pool every HEARTBEAT_EVERY_MS while pre-checks ask and heard on the LISTEN session, and its row in cache_listeners,
+ * which makes removals that Redis never hears of wait for it (migration 000020). One per EpochListener; it follows the
+ * listener's sessions.
+ *
+ * Sent from the pool, not on the LISTEN session: a transaction that NOTIFYs holds one lock of the whole database while
+ * it commits, and a frozen backend caught holding it would stop every NOTIFY (every bump, every worker's wake-up).
+ * The LISTEN session only reads.
  */
 export class ListenerLease {
   /** This listener's row in cache_listeners. */
@@ -42,7 +47,8 @@ export class ListenerLease {
   private client: pg.Client | null = null
   private heardUntil = 0
   private leaseUntil = 0
-  private beating: { payload: string; sentAt: number } | null = null
+  /** The heartbeat in flight: when it was sent, and when its NOTIFY had committed (null: not yet). */
+  private beating: { payload: string; sentAt: number; committedAt: number | null } | null = null
   private sequence = 0
   private usedAt = 0
   private beat: NodeJS.Timeout | undefined
@@ -50,6 +56,8 @@ export class ListenerLease {
 
   constructor(
     private readonly schema: string,
+    /** pgonce's pool, which sends the heartbeats. */
+    private readonly pool: Execute,
     /** Called with a session whose heartbeat went unheard for STALL_MS. */
     private readonly stalled: (client: pg.Client) => void,
     private readonly logger: Logger,
@@ -119,6 +127,7 @@ export class ListenerLease {
   /** Stopped for good: the row goes, so that removals stop waiting for this process (bounded; it expires anyway). */
   async unregister(execute: Execute): Promise<void> {
     this.detach()
+    if (this.leaseUntil === 0) return
     this.leaseUntil = 0
     const gone = execute(sqlFor('cache-unregister', this.schema), [this.id]).catch((err: Error) =>
       this.logger.debug({ err }, 'pgonce: cache listener could not delete its lease; it expires by itself'))
@@ -139,13 +148,20 @@ export class ListenerLease {
       this.beat = undefined
       return
     }
-    if (this.beating !== null) {
-      if (now - this.beating.sentAt > STALL_MS) this.stalled(client)
-      return
+    const beating = this.beating
+    if (beating !== null) {
+      // Only a NOTIFY that committed and went unheard says the session is stuck (not a busy pool or database); one
+      // that has not committed for as long is given up, and another one sent.
+      if (beating.committedAt !== null && now - beating.committedAt > STALL_MS) this.stalled(client)
+      if (beating.committedAt !== null || now - beating.sentAt <= STALL_MS) return
     }
-    const payload = String(++this.sequence)
-    this.beating = { payload, sentAt: localNow() }
-    // A failure here is the session's: its 'error' listener reports it and the listener reconnects.
-    client.query(sqlFor('cache-heartbeat', this.schema), [this.channel, payload]).catch(() => {})
+    const sent = { payload: String(++this.sequence), sentAt: localNow(), committedAt: null as number | null }
+    this.beating = sent
+    this.pool(sqlFor('cache-heartbeat', this.schema), [this.channel, sent.payload]).then(
+      () => (sent.committedAt = localNow()),
+      // Not sent: the next tick sends another (trust runs out meanwhile).
+      () => {
+        if (this.beating === sent) this.beating = null
+      })
   }
 }
