@@ -159,4 +159,36 @@ describe.skipIf(!ok)('a frozen cache listener', () => {
     expect(queue.cacheOutcomes.get('unsynced')).toBeGreaterThan(unsynced)
     expect(hits).toBeGreaterThanOrEqual(FREEZES * 0.8)
   })
+
+  it('a backend frozen for good is replaced: the cache answers again from a new session, and close() does not wait for it', async () => {
+    const sessions = async (): Promise<number[]> => (await db.pool.query<{ pid: number }>(
+      'select pid from pg_stat_activity where application_name = $1', [`pgonce-cache ${db.schema} ${process.pid}`])).rows.map((r) => r.pid)
+    const newSession = async (known: number[]): Promise<number> => {
+      let found: number | undefined
+      await until(async () => (found = (await sessions()).find((pid) => !known.includes(pid))) !== undefined, 10_000, 'a new listener session')
+      return found as number
+    }
+    await untilAnsweredFromRedis('before-freeze')
+    const frozen = await listenerPid()
+    process.kill(frozen, 'SIGSTOP')
+    try {
+      // A heartbeat committed and unheard for 2 s: the listener gives up that session and syncs a new one.
+      const replacement = await newSession([frozen])
+      await untilAnsweredFromRedis('after-replace')
+
+      const other = new Queue<Payload>(QUEUE, { connectionString: db.url, schema: db.schema, redis: REDIS_URL as string, migrate: false, poolSize: 2 })
+      await other.add('push', { v: 'o' }, { deduplication: { id: 'other', ttl: TTL } })
+      const others = await newSession([frozen, replacement])
+      process.kill(others, 'SIGSTOP')
+      try {
+        const started = performance.now()
+        await other.close()
+        expect(performance.now() - started).toBeLessThan(5_000)
+      } finally {
+        process.kill(others, 'SIGCONT')
+      }
+    } finally {
+      process.kill(frozen, 'SIGCONT')
+    }
+  })
 })

@@ -28,6 +28,8 @@ const PROBE_RETRY_MS = 30_000
 const BACKGROUND_TIMEOUT_MS = 500
 /** How long ending a session may take before its socket is destroyed (a frozen backend never answers a goodbye). */
 const END_WAIT_MS = 1_000
+/** The longest a statement of the session may take (its waits are for other statements' commits). */
+const QUERY_TIMEOUT_MS = 10_000
 
 interface EpochRow {
   bucket: number
@@ -132,7 +134,8 @@ export class EpochListener {
 
   private async connect(): Promise<void> {
     if (this.stopped) return
-    const client = new pg.Client(this.config)
+    // A statement of this session that takes longer (a frozen backend) fails, and the session is replaced.
+    const client = new pg.Client({ ...this.config, query_timeout: QUERY_TIMEOUT_MS })
     // Every connection pgonce opens has an 'error' listener for its whole life.
     client.on('error', (err) => this.lost(client, err))
     client.on('end', () => this.lost(client, undefined))
@@ -140,6 +143,7 @@ export class EpochListener {
       if (msg.channel === this.channel && msg.payload?.startsWith('!cache ')) this.notified(msg.payload.slice(7))
       else if (msg.channel === this.lease.channel) this.lease.notified(msg.payload)
     })
+    let adopted = false
     try {
       await client.connect()
       // Names the session (a connection string's application_name would win) and sets the server's keepalives.
@@ -151,17 +155,21 @@ export class EpochListener {
       await client.query(sqlFor('cache-listen', this.schema))
       if (this.stopped) throw new Error('stopped')
       this.client = client
+      adopted = true
       await this.sync(client)
     } catch (err) {
-      if (!this.stopped) this.logger.warn({ err }, 'pgonce: cache listener could not start; answering from Postgres until it does')
       client.removeAllListeners('end')
-      if (this.client === client) this.client = null
+      // Lost meanwhile (a stall, an error): lost() has already scheduled the next session, which must be left alone.
+      if (adopted && this.client !== client) return
+      if (!this.stopped) this.logger.warn({ err }, 'pgonce: cache listener could not start; answering from Postgres until it does')
+      this.client = null
       this.lease.detach(client)
       this.syncedNow = false
       await endSession(client)
       this.scheduleReconnect()
       return
     }
+    if (this.client !== client) return
     this.retryMs = FIRST_RETRY_MS
     clearInterval(this.pollTimer)
     this.pollTimer = setInterval(() => this.resync(), POLL_MS)
