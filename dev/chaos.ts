@@ -14,6 +14,8 @@
 //
 //   CHAOS_SECONDS=30 npm run chaos      (default 120; DATABASE_URL, else postgres://postgres@127.0.0.1:5432/test;
 //                                        CHAOS_DEBUG=1 names the emitter of an unhandled error event in a worker)
+//   CHAOS_REDIS=1 npm run chaos         the same with the Redis layer on, removals by a process without redis and by
+//                                        SQL, and frozen cache listeners (dev/chaos-redis.ts; REDIS_URL)
 //
 // A fresh schema (chaos_<random>) is used and dropped at the end, also on Ctrl-C.
 
@@ -22,6 +24,10 @@ import { randomBytes, randomInt } from 'node:crypto'
 import { fileURLToPath } from 'node:url'
 import pg from 'pg'
 import { Queue, Worker, migrate } from '../src/index.js'
+import {
+  CHAOS_REDIS, REDIS_URL, Remover, type ReAddStats, cacheListenerPattern, continueBackend, deleteRedisKeys, freezeCacheListener,
+  frozenBackends, reAdd, runRemover,
+} from './chaos-redis.js'
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms))
 const withApp = (url: string, name: string): string => `${url}${url.includes('?') ? '&' : '?'}application_name=${encodeURIComponent(name)}`
@@ -29,6 +35,7 @@ const withApp = (url: string, name: string): string => `${url}${url.includes('?'
 const LEASE_MS = 1_500
 
 if (process.env.CHAOS_ROLE === 'worker') await runWorker()
+else if (process.env.CHAOS_ROLE === 'remover') await runRemover()
 else await runHarness()
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -68,7 +75,7 @@ async function runWorker(): Promise<void> {
     return { by: process.pid }
   }, {
     connectionString: url, schema, concurrency: 4, leaseMs: LEASE_MS, heartbeatMs: 400, pollIntervalMs: 300,
-    maintenanceIntervalMs: 500, migrate: false,
+    maintenanceIntervalMs: 500, migrate: false, ...(CHAOS_REDIS ? { redis: REDIS_URL } : {}),
   })
   let errors = 0
   worker.on('error', () => errors++)
@@ -137,11 +144,15 @@ async function runHarness(): Promise<void> {
   }
   for (let i = 0; i < 3; i++) slots.push(start())
 
-  const queue = new Queue('chaos', { connectionString: withApp(url, producerApp), schema, migrate: false, poolSize: 6 })
+  const queue = new Queue('chaos', { connectionString: withApp(url, producerApp), schema, migrate: false, poolSize: 6,
+    ...(CHAOS_REDIS ? { redis: REDIS_URL } : {}) })
+  const remover = CHAOS_REDIS ? new Remover(file, { ...process.env, CHAOS_URL: withApp(url, producerApp), CHAOS_SCHEMA: schema }) : null
   let cleaned = false
   const cleanup = async (): Promise<void> => {
     if (cleaned) return
     cleaned = true
+    for (const pid of [...frozenBackends]) continueBackend(pid)
+    await remover?.stop()
     for (const s of slots) {
       if (s.child.exitCode === null && s.child.signalCode === null) {
         s.killedBy = 'SIGKILL'
@@ -149,6 +160,7 @@ async function runHarness(): Promise<void> {
       }
     }
     await queue.close().catch(() => {})
+    if (CHAOS_REDIS) await deleteRedisKeys(schema).catch(() => {})
     await pool.query(`drop schema if exists "${schema}" cascade`).catch(() => {})
     await pool.end().catch(() => {})
   }
@@ -200,13 +212,15 @@ async function runHarness(): Promise<void> {
       }
     }
     const producers = Array.from({ length: 4 }, producer)
+    const reAdding: Promise<ReAddStats | null> = remover === null ? Promise.resolve(null)
+      : reAdd({ queue, pool, schema, remover, lanes: 2, acks, running: () => producing })
 
     // -- faults ------------------------------------------------------------------------------------------------
-    const faults = { kill: 0, freeze: 0, terminate: 0 }
+    const faults = { kill: 0, freeze: 0, terminate: 0, 'listener stall': 0 }
     const live = () => slots.filter((s) => s.killedBy === null && s.child.exitCode === null && s.child.signalCode === null)
     const pending: Promise<void>[] = []
     const until = Date.now() + seconds * 1000
-    log(`chaos: schema ${schema}, ${seconds} s, 3 workers`)
+    log(`chaos: schema ${schema}, ${seconds} s, 3 workers${CHAOS_REDIS ? `, Redis at ${REDIS_URL}` : ''}`)
     while (Date.now() < until) {
       await sleep(randomInt(500, 1_300))
       const r = randomInt(100)
@@ -217,6 +231,11 @@ async function runHarness(): Promise<void> {
         s.child.kill('SIGKILL')
         faults.kill++
         pending.push(sleep(randomInt(200, 800)).then(() => void slots.splice(slots.indexOf(s), 1, start())))
+      } else if (CHAOS_REDIS && r < 40) {
+        // A cache listener whose session stops delivering without closing.
+        pending.push(freezeCacheListener(pool, schema).then((frozen) => {
+          if (frozen) faults['listener stall']++
+        }))
       } else if (r < 50 && running.length > 0) {
         const s = running[randomInt(running.length)]!
         s.stopped = true
@@ -230,8 +249,9 @@ async function runHarness(): Promise<void> {
         const pids = live().map((s) => s.child.pid)
         const { rows } = await pool.query<{ pid: number }>(
           `select pid from pg_stat_activity where datname = current_database() and (application_name = any($1)
-             or (application_name like 'pgonce-listener %' and substring(application_name from ':(\\d+):[0-9a-f]+$')::int = any($2)))`,
-          [[workerApp, producerApp], pids]).catch(() => ({ rows: [] as { pid: number }[] }))
+             or (application_name like 'pgonce-listener %' and substring(application_name from ':(\\d+):[0-9a-f]+$')::int = any($2))
+             or application_name like $3)`,
+          [[workerApp, producerApp], pids, CHAOS_REDIS ? cacheListenerPattern(schema) : '']).catch(() => ({ rows: [] as { pid: number }[] }))
         for (let n = randomInt(1, 4); n > 0 && rows.length > 0; n--) {
           const [victim] = rows.splice(randomInt(rows.length), 1)
           await pool.query('select pg_terminate_backend($1)', [victim!.pid]).catch(() => {})
@@ -243,8 +263,14 @@ async function runHarness(): Promise<void> {
     for (const s of slots) if (s.stopped) s.child.kill('SIGCONT')
     producing = false
     await Promise.all(producers)
-    log(`faults: ${faults.kill} SIGKILLs, ${faults.freeze} freezes, ${faults.terminate} backends terminated`)
+    const reAdds = await reAdding
+    log(`faults: ${faults.kill} SIGKILLs, ${faults.freeze} freezes, ${faults.terminate} backends terminated` +
+      (CHAOS_REDIS ? `, ${faults['listener stall']} cache listener stalls` : ''))
     log(`adds: ${acks.length} acknowledged, ${refused} refused (errors the callers saw)`)
+    if (reAdds !== null) {
+      log(`re-adds after a removal: ${JSON.stringify(reAdds.checked)} checked, ${reAdds.faulted} given up on a fault, ` +
+        `${reAdds.stale} answered by the removed key's owner; the producers' cache: ${JSON.stringify(queue.cacheOutcomes.snapshot())}`)
+    }
 
     // -- drain -------------------------------------------------------------------------------------------------
     const drainUntil = Date.now() + 90_000
@@ -298,7 +324,8 @@ async function runHarness(): Promise<void> {
     if (missing!.n > 0) log(`completed jobs missing an effect: ${missing!.n}`)
     if (dup!.n > 0) log(`effect keys applied more than once: ${dup!.n} (${dup!.sample?.slice(0, 200)})`)
     for (const c of crashes) log(`crash: ${c}`)
-    const lost = unaccounted!.n + missing!.n + (left === 0 ? 0 : left)
+    if ((reAdds?.stale ?? 0) > 0) log(`re-adds answered by the removed key's owner (lost jobs): ${reAdds?.stale}`)
+    const lost = unaccounted!.n + missing!.n + (left === 0 ? 0 : left) + (reAdds?.stale ?? 0)
     const duplicated = dup!.n
     const crashed = crashes.length
     await cleanup()

@@ -7,6 +7,7 @@ import { Cache } from './cache/cache.js'
 import { endingFacts } from './cache/invalidation.js'
 import { EffectsCache } from './cache/effects-precheck.js'
 import { type RedisOption, checkRedisOption } from './cache/redis-client.js'
+import { type SettleRow, settleOf } from './cache/settle.js'
 import { Counters } from './counters.js'
 import { countInto } from './telemetry/metrics.js'
 import { CONNECTION_OPTION_KEYS, type ConnectionOptions, openPool } from './db/connection.js'
@@ -181,7 +182,8 @@ export class Effects {
     const inTx = tx === undefined ? undefined : executorFor(tx, 'options.tx', this.named)
     const pooled = await this.executor()
     const execute = inTx ?? pooled
-    await endingFacts(this.#cache?.cache, () => 'all', tx !== undefined, () => execute(sqlFor('set-ledger-retention', this.schema), [value]))
+    await endingFacts(this.#cache?.cache, () => 'all', tx !== undefined,
+      () => execute<SettleRow>(sqlFor('set-ledger-retention', this.schema), [value, tx === undefined]), settleOf)
   }
 
   /** @internal Checks `key`, migrates on first use; true when `key` is known recorded (from Redis): no statement needed. */

@@ -2,6 +2,7 @@
 
 import type { Execute } from './db/executor.js'
 import { sqlFor } from './db/sql-files.js'
+import { type SettleRow, settleOf } from './cache/settle.js'
 import { JOB_STATES, type JobRow, type JobState } from './job.js'
 import { MAX_DURATION_MS, checkInteger, checkJobIdRef, checkOptions, fail } from './validate.js'
 
@@ -55,12 +56,17 @@ export async function cancelJob(execute: Execute, schema: string, queue: string,
   return (row as { outcome: CancelOutcome }).outcome
 }
 
-/** Removes a pending or finished job; false if there was none; throws RemoveJobError for a running one. */
-export async function removeJob(execute: Execute, schema: string, queue: string, id: string): Promise<boolean> {
+/**
+ * Removes a pending or finished job; `removed` false if there was none; throws RemoveJobError for a running one.
+ * `settleMs`: how long to wait after the commit when Redis cannot be told (its key ended; `inCallerTx`: 0).
+ */
+export async function removeJob(execute: Execute, schema: string, queue: string, id: string,
+  inCallerTx: boolean): Promise<{ removed: boolean; settleMs: number }> {
   checkJobIdRef(id, 'id')
-  const [row] = await execute<{ state: JobState | null; removed: boolean }>(sqlFor('remove-job', schema), [queue, id])
+  const rows = await execute<{ state: JobState | null; removed: boolean } & SettleRow>(sqlFor('remove-job', schema), [queue, id, !inCallerTx])
+  const [row] = rows
   if (row?.state === 'active') throw new RemoveJobError('ACTIVE', id)
-  return row?.removed ?? false
+  return { removed: row?.removed ?? false, settleMs: settleOf(rows) }
 }
 
 /** Checks getJobs' options (before any I/O) and returns the statement's parameters. */

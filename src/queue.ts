@@ -10,6 +10,7 @@ import { Cache } from './cache/cache.js'
 import { endingFacts } from './cache/invalidation.js'
 import { keyedAdmission } from './cache/dedup-precheck.js'
 import { dedupFact } from './cache/keys.js'
+import { settleAfterCommit, settledEndingAdmission } from './cache/settle.js'
 import { Counters } from './counters.js'
 import { openPool } from './db/connection.js'
 import { closeWithin, type PgoncePool } from './db/pool.js'
@@ -86,7 +87,8 @@ export class Queue<Data = unknown> implements JobOwner {
     return inSpan(`add ${this.name}`, SpanKind.PRODUCER, this.spanAttributes(1), async (span) => {
       req.traceContext = currentTraceContext()
       const execute = await this.executor(tx)
-      const keyed = this.#cache && keyedAdmission(this.#cache, tx !== undefined)
+      // Without redis, an extend or a replace outside a caller's transaction answers once every cache heard of its end.
+      const keyed = this.#cache ? keyedAdmission(this.#cache, tx !== undefined) : tx === undefined ? settledEndingAdmission : undefined
       const job = this.answer(await admitOne({ execute, schema: this.schema, queue: this.name, keyed }, req), req)
       span.setAttributes({ 'pgonce.outcome': job.outcome as string, 'pgonce.job.id': job.id })
       return job
@@ -107,7 +109,8 @@ export class Queue<Data = unknown> implements JobOwner {
       const execute = await this.executor(tx, 'options.tx')
       const ending = () => reqs.filter((r) => r.dedupId !== null && (r.extend || r.replace)).map((r) => dedupFact(this.name, r.dedupId as string))
       const { rows, rejected } = await endingFacts(this.#cache, ending, tx !== undefined,
-        () => admitMany({ execute, schema: this.schema, queue: this.name }, reqs))
+        () => admitMany({ execute, schema: this.schema, queue: this.name }, reqs),
+        (answer) => answer.rows?.some((r) => r.outcome === 'replaced' || r.outcome === 'extended') ? settleAfterCommit(execute, this.schema) : 0)
       if (rejected !== null) this.answer(rejected.row, reqs[rejected.index] as AddRequest, `items[${rejected.index}]`)
       return (rows ?? []).map((row, i) => this.answer(row, reqs[i] as AddRequest))
     })
@@ -188,7 +191,9 @@ export class Queue<Data = unknown> implements JobOwner {
     const { tx } = checkOptions<WriteOptions>(options, 'options', ['tx'])
     checkJobIdRef(id, 'id')
     const execute = await this.executor(tx, 'options.tx')
-    return endingFacts(this.#cache, () => 'all', tx !== undefined, () => removeJob(execute, this.schema, this.name, id))
+    const { removed } = await endingFacts(this.#cache, () => 'all', tx !== undefined,
+      () => removeJob(execute, this.schema, this.name, id, tx !== undefined), (r) => r.settleMs)
+    return removed
   }
 
   /** A page of this queue's jobs, newest first: pass the last id as `after` for the next page. */

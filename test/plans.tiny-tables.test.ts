@@ -82,10 +82,10 @@ describe('plans on tables analysed nearly empty', () => {
         ['get-job', ['tiny-worker', '1']],
         ['get-job-by-custom-id', ['live']],
         ['cancel-job', ['tiny-worker', '1']],
-        ['remove-job', ['tiny-worker', '1']],
+        ['remove-job', ['tiny-worker', '1', 'true']],
         ['retry-job', ['tiny-worker', '1']],
         ['get-dedup-owner', ['tiny-worker', 'k1']],
-        ['remove-dedup-key', ['tiny-worker', 'k1', '1']],
+        ['remove-dedup-key', ['tiny-worker', 'k1', '1', 'true']],
       ]
       const scans: string[] = []
       for (const [name, values] of statements) {

@@ -111,20 +111,21 @@ export class Cache implements CacheState {
     // Keepalives (in listenConfig): a silently dropped connection must be noticed, for the cache stops answering only
     // once it is.
     const config = listenConfig(this.setup.pool, this.setup.listenConnectionString ?? null, `pgonce-cache ${this.schema} ${process.pid}`)
-    const notify = (payload: string) => this.execute(sqlFor('notify-probe', this.schema), [payload])
     this.listener = new EpochListener(config, channelOf(this.schema), this.schema, handle.client, names, this.gate,
-      this.clock, notify, this.logger)
+      this.clock, this.execute, this.logger)
     this.listener.start()
   }
 
   /**
-   * The payload of `fact`'s entry, or null (go to Postgres): only while the listener is synced, under the epoch this
-   * process knows for the bucket, with no newer epoch or hold in Redis, and while the fact's end is ahead (see (2), (5)).
+   * The payload of `fact`'s entry, or null (go to Postgres): only while the listener is synced and under its lease
+   * (before the call and after Redis answered), under the epoch this process knows for the bucket, with no newer epoch
+   * or hold in Redis, and while the fact's end is ahead (see (2), (3), (5)).
    */
   async lookup(fact: Fact): Promise<string | null> {
     const listener = this.listener
     const redis = this.redis
-    if (listener === null || redis === null || !listener.synced) {
+    listener?.touch()
+    if (listener === null || redis === null || !listener.trusted()) {
       this.gate.outcomes.increment('unsynced')
       return null
     }
@@ -138,8 +139,8 @@ export class Cache implements CacheState {
     if (newer > epoch) listener.learn(b, newer)
     const entry = parseEntry(value)
     const dbNow = this.clock.upper()
-    // A NOTIFY heard meanwhile, or the listener gone meanwhile, count too.
-    const current = newer <= epoch && listener.synced && listener.epoch(b) === epoch
+    // A NOTIFY heard meanwhile, or the listener gone or its lease run out meanwhile, count too.
+    const current = newer <= epoch && listener.trusted() && listener.epoch(b) === epoch
     if (!current || Number(held ?? 0) > 0 || entry === null || dbNow === null || !(entry.ends > dbNow)) {
       this.gate.outcomes.increment('miss')
       return null

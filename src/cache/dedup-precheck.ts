@@ -7,6 +7,7 @@ import type { AdmissionTarget, KeyedAdmission } from '../admission/admit.js'
 import { prepared } from '../db/prepared.js'
 import type { Cache } from './cache.js'
 import { dedupFact } from './keys.js'
+import { settle, settleOf } from './settle.js'
 
 /** The cache as an add sees it: `inCallerTx` when the add runs in the caller's transaction (never read, never written). */
 interface CacheScope {
@@ -21,6 +22,7 @@ interface CachedAnswerRow extends AnswerRow {
   cache_epoch: string | null
   cache_will_bump: boolean | null
   cache_now_ms: number | null
+  cache_settle_ms: number | null
 }
 
 /**
@@ -61,7 +63,8 @@ async function admitKeyed(t: AdmissionTarget, scope: CacheScope, req: AddRequest
     const answer = row as CachedAnswerRow
     const admission = admissionFromAnswer(answer, req, t.queue)
     cache.clock.sample(sent, answer.cache_now_ms)
-    if (answer.cache_will_bump === true) await cache.invalidation.publish([fact.bucket])
+    // An end Redis could not be told of is answered once every cache has heard it (docs/redis.md).
+    if (answer.cache_will_bump === true && !(await cache.invalidation.publish([fact.bucket]))) await settle(settleOf([answer]))
     const repeat = admission.error === null && admission.outcome !== 'added' && admission.outcome !== 'replaced'
     if (repeat && answer.cache_owned === true && answer.cache_expires_ms !== null && answer.cache_now_ms !== null) {
       cache.remember(fact, Number(answer.cache_epoch), entryOf(admission), Number(answer.cache_expires_ms), Number(answer.cache_now_ms))

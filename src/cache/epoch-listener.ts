@@ -1,7 +1,8 @@
-// The cache layer's LISTEN connection: the epoch of every bucket as Postgres last said, kept current by '!cache' NOTIFYs, re-read after every reconnect.
+// The cache layer's LISTEN connection: the epoch of every bucket as Postgres last said, kept current by '!cache' NOTIFYs, re-read after every reconnect; trusted only under its lease (listener-lease.ts).
 
 import type pg from 'pg'
 import { PgonceClient } from '../db/client.js'
+import type { Execute } from '../db/executor.js'
 import { prepareListenSession } from '../db/listen-config.js'
 import { NotifyProbe, PROBE_RETRY_MS } from '../db/notify-probe.js'
 import { sqlFor } from '../db/sql-files.js'
@@ -9,6 +10,7 @@ import type { Logger } from '../logger.js'
 import { FAILED, type RedisGate } from './breaker.js'
 import type { DbClock } from './db-clock.js'
 import { BUCKETS, type KeyNames } from './keys.js'
+import { ListenerLease, STALL_MS } from './listener-lease.js'
 import type { RedisLike } from './redis-client.js'
 import { raiseEpochs } from './scripts.js'
 
@@ -22,6 +24,10 @@ const RETRY_MS = 1_000
 const INVALIDATE_EVERY_MS = 60_000
 /** Background Redis commands (the epoch copies, the checks at a sync) may take this long. */
 const BACKGROUND_TIMEOUT_MS = 500
+/** How long ending a session may take before its socket is destroyed (a frozen backend never answers a goodbye). */
+const END_WAIT_MS = 1_000
+/** The longest a statement of the session may take (its waits are for other statements' commits). */
+const QUERY_TIMEOUT_MS = 10_000
 
 interface EpochRow {
   bucket: number
@@ -40,6 +46,10 @@ interface EpochRow {
  * does not: then Redis stays unused, and an error says why). It also looks for a database that went back in time: a server started anew (a restart, a failover, a restore),
  * or an epoch lower than this process or Redis saw: then every bucket is bumped (invalidate_cache) above every epoch
  * seen, and read again.
+ *
+ * Being synced is not enough to answer from Redis: a session can stop delivering without closing (a frozen backend
+ * still answers keepalives). {@link trusted} also needs the lease (src/cache/listener-lease.ts): a heartbeat heard
+ * within 100 ms, and this listener's row in cache_listeners, written before the session takes the slot.
  */
 export class EpochListener {
   private readonly known = new Array<number>(BUCKETS).fill(0)
@@ -58,6 +68,7 @@ export class EpochListener {
   private readonly toCopy = new Map<number, number>()
   /** Whether NOTIFYs from other connections reach this LISTEN. */
   private readonly probe: NotifyProbe
+  private readonly lease: ListenerLease
 
   constructor(
     private readonly config: pg.ClientConfig,
@@ -67,17 +78,28 @@ export class EpochListener {
     private readonly names: KeyNames,
     private readonly gate: RedisGate,
     private readonly clock: DbClock,
-    /** Sends `payload` as a NOTIFY on the channel from another connection (pgonce's pool). */
-    private readonly notifyFromPool: (payload: string) => Promise<unknown>,
+    /** pgonce's pool: the probe NOTIFY from another connection, and the lease's deletion at stop. */
+    private readonly pool: Execute,
     private readonly logger: Logger,
   ) {
+    this.lease = new ListenerLease(schema, pool, (client) => this.stalled(client), logger)
     // A probe that cannot be sent counts as unheard: the layer stays off Redis until the next sync.
-    this.probe = new NotifyProbe('!cache probe ', (payload) => notifyFromPool(payload).catch(() => {}))
+    this.probe = new NotifyProbe('!cache probe ', (payload) => pool(sqlFor('notify-probe', schema), [payload]).catch(() => {}))
   }
 
   /** True while the epochs below are current (see the class comment). */
   get synced(): boolean {
     return this.syncedNow && this.client !== null
+  }
+
+  /** True while Redis may answer: synced, and under the lease (src/cache/listener-lease.ts). */
+  trusted(): boolean {
+    return this.synced && this.lease.trusted()
+  }
+
+  /** A pre-check asked (whether or not it may answer): keeps the heartbeats going. */
+  touch(): void {
+    this.lease.touch()
   }
 
   /** The epoch this process knows for `bucket`. */
@@ -106,37 +128,49 @@ export class EpochListener {
     const client = this.client
     this.client = null
     this.syncedNow = false
-    await client?.end().catch(() => {})
+    await this.lease.unregister(this.pool)
+    if (client !== null) await endSession(client)
   }
 
   private async connect(): Promise<void> {
     if (this.stopped) return
-    const client = new PgonceClient(this.config)
+    // A statement of this session that takes longer (a frozen backend) fails, and the session is replaced.
+    const client = new PgonceClient({ ...this.config, query_timeout: QUERY_TIMEOUT_MS })
     // Every connection pgonce opens has an 'error' listener for its whole life.
     client.on('error', (err) => this.lost(client, err))
     client.on('end', () => this.lost(client, undefined))
     client.on('notification', (msg) => {
-      if (msg.channel !== this.channel || msg.payload === undefined || this.probe.heard(msg.payload)) return
-      if (msg.payload.startsWith('!cache ')) this.notified(msg.payload.slice(7))
+      if (msg.channel === this.channel && msg.payload !== undefined && this.probe.heard(msg.payload)) return
+      if (msg.channel === this.channel && msg.payload?.startsWith('!cache ')) this.notified(msg.payload.slice(7))
+      else if (msg.channel === this.lease.channel) this.lease.notified(msg.payload)
     })
+    let adopted = false
     try {
       await client.connect()
       // Names the session (a connection string's application_name would win) and sets the server's keepalives.
       await prepareListenSession(client, this.schema, this.config.application_name ?? 'pgonce-cache')
       await client.query(`listen "${this.channel}"`)
+      await client.query(`listen "${this.lease.channel}"`)
+      // The row first, then the slot: a removal that could not see the row took its lock before the slot's barrier.
+      await this.lease.register(client)
       await client.query(sqlFor('cache-listen', this.schema))
       if (this.stopped) throw new Error('stopped')
       this.client = client
-      await this.sync()
+      adopted = true
+      await this.sync(client)
     } catch (err) {
-      if (!this.stopped) this.logger.warn({ err }, 'pgonce: cache listener could not start; answering from Postgres until it does')
       client.removeAllListeners('end')
-      if (this.client === client) this.client = null
+      // Lost meanwhile (a stall, an error): lost() has already scheduled the next session, which must be left alone.
+      if (adopted && this.client !== client) return
+      if (!this.stopped) this.logger.warn({ err }, 'pgonce: cache listener could not start; answering from Postgres until it does')
+      this.client = null
+      this.lease.detach(client)
       this.syncedNow = false
-      await client.end().catch(() => {})
+      await endSession(client)
       this.scheduleReconnect()
       return
     }
+    if (this.client !== client) return
     this.retryMs = FIRST_RETRY_MS
     clearInterval(this.pollTimer)
     this.pollTimer = setInterval(() => this.resync(), POLL_MS)
@@ -166,35 +200,39 @@ export class EpochListener {
 
   /** Reads every epoch again: after a '!cache *' (`unsync`: answers from Redis stop until it is done), and on the poll. */
   private resync(unsync = false): void {
-    if (this.client === null) return
+    const client = this.client
+    if (client === null) return
     if (unsync) this.syncedNow = false
     if (this.syncing !== null) {
       this.resyncWanted = true
       return
     }
-    this.sync().catch((err: Error) => {
+    this.sync(client).catch((err: Error) => {
       this.logger.warn({ err }, 'pgonce: cache listener could not read the epochs; reconnecting')
-      const client = this.client
-      if (client !== null) this.lost(client, err)
+      this.lost(client, err)
     })
   }
 
-  private async sync(): Promise<void> {
-    this.syncing = this.syncOnce()
-    try {
-      await this.syncing
-      while (this.resyncWanted) {
+  /** Syncs on `client`, again while a resync was asked meanwhile; a sync of a session since replaced changes nothing. */
+  private async sync(client: pg.Client): Promise<void> {
+    const syncing = (async () => {
+      await this.syncOnce(client)
+      while (this.resyncWanted && this.client === client) {
         this.resyncWanted = false
-        this.syncing = this.syncOnce()
-        await this.syncing
+        await this.syncOnce(client)
       }
+    })()
+    this.syncing = syncing
+    try {
+      await syncing
     } finally {
-      this.syncing = null
+      if (this.syncing === syncing) this.syncing = null
     }
   }
 
-  private async syncOnce(): Promise<void> {
+  private async syncOnce(client: pg.Client): Promise<void> {
     if (!(await this.probe.hears())) {
+      if (this.client !== client) return
       this.syncedNow = false
       this.logger.error({ channel: this.channel }, 'pgonce: the cache listener does not hear NOTIFYs sent from other connections '
         + '(a transaction-mode pooler?); answering from Postgres only (docs/redis.md)')
@@ -202,8 +240,7 @@ export class EpochListener {
       return
     }
     for (let round = 0; ; round++) {
-      const client = this.client
-      if (client === null) return
+      if (this.client !== client) return
       // What Redis and this process knew, read before Postgres: a bump committed meanwhile cannot look like a step back.
       const seen = this.known.slice()
       const stored = await this.gate.run('read epoch keys',
@@ -231,6 +268,7 @@ export class EpochListener {
         floor = Math.max(floor, highest)
         if (Number(r.epoch) < highest) wentBack = true
       }
+      if (this.client !== client) return
       if (restarted || wentBack) {
         this.syncedNow = false
         if (wentBack && (round > 0 || Date.now() - this.invalidatedAt < INVALIDATE_EVERY_MS)) {
@@ -252,6 +290,8 @@ export class EpochListener {
         raiseEpochs(this.redis, rows.map((r) => this.names.epoch(r.bucket)), rows.map((r) => Number(r.epoch))),
       ]), BACKGROUND_TIMEOUT_MS)
       this.syncedNow = this.client === client
+      // Every bump committed before `sent` is in what was read, and the later ones come by NOTIFY on this session.
+      if (this.syncedNow) this.lease.synced(client, sent)
       return
     }
   }
@@ -266,10 +306,16 @@ export class EpochListener {
     if (client !== this.client || this.stopped) return
     this.client = null
     this.syncedNow = false
+    this.lease.detach(client)
     this.logger.warn({ err }, 'pgonce: cache listener lost its connection; answering from Postgres until it is back and synced')
-    client.end().catch(() => {})
+    void endSession(client)
     clearInterval(this.pollTimer)
     this.scheduleReconnect()
+  }
+
+  /** The session stopped delivering (its heartbeat unheard for STALL_MS, e.g. a frozen backend): a new one replaces it. */
+  private stalled(client: pg.Client): void {
+    this.lost(client, new Error(`pgonce: the cache listener's heartbeat went unheard for ${STALL_MS} ms`))
   }
 
   private scheduleReconnect(): void {
@@ -279,4 +325,13 @@ export class EpochListener {
     this.reconnectTimer.unref?.()
     this.retryMs = Math.min(this.retryMs * 2, MAX_RETRY_MS)
   }
+}
+
+/** Ends a session, destroying its socket when the goodbye goes unanswered (a frozen backend): never waits for ever. */
+async function endSession(client: pg.Client): Promise<void> {
+  let timer: NodeJS.Timeout | undefined
+  const ended = client.end().catch(() => {})
+  await Promise.race([ended, new Promise((r) => (timer = setTimeout(r, END_WAIT_MS)))])
+  clearTimeout(timer)
+  client.connection.stream.destroy()
 }

@@ -1,5 +1,6 @@
 // The Redis layer's invalidation: every call that ends a cached fact holds its bucket, runs, then publishes the
-// bucket's new epoch; and the argument that no stale positive survives.
+// bucket's new epoch (or, when Redis cannot be told, waits out the listeners' lease); and the argument that no stale
+// positive survives.
 //
 // WHY NO STALE POSITIVE SURVIVES (docs/redis.md says it in plain words; the Postgres side is the baseline migration's
 // section "The Redis layer's invalidation").
@@ -32,15 +33,28 @@
 //     that found none holds the slot's lock until it commits, so a listener taking the slot waits for it and reads
 //     its epoch. Each pre-check reads the bucket's epoch key and its hold together with the entry (one MGET) and
 //     misses on a newer epoch or a hold.
-// (3) The window. A fact ended from outside pgonce-with-Redis (SQL, a process without `redis`, a caller's transaction
-//     that commits later) may still be answered by process P from its commit until P has its NOTIFY, or until any
-//     listener has copied that epoch into Redis, whichever comes first: about a millisecond on one host, at most until
-//     P's listener is seen to be down. A fact ended through pgonce with Redis, outside a caller's transaction, has no
-//     window for anyone once the call returns: the call holds the bucket in Redis before its statement (pre-checks of
-//     the bucket miss meanwhile), and after the commit reads the bucket's epoch and raises the epoch key in Redis
-//     before it returns. Inside a caller's transaction the hold lasts HOLD_MS, and then the NOTIFY at commit decides.
-// (4) Listener down. From the moment P's listener connection fails until it is back, LISTENs, holds the slot and has
-//     read every epoch again, P asks Postgres for everything. A sync that finds the server started anew (a start time
+// (3) No window through pgonce. A fact ended through pgonce with Redis, outside a caller's transaction, has no window
+//     for anyone once the call returns: the call holds the bucket in Redis before its statement (pre-checks of the
+//     bucket miss meanwhile), and after the commit reads the bucket's epoch and raises the epoch key in Redis before it
+//     returns. A fact ended through pgonce without Redis (or with a Redis it could not reach) has none either: the
+//     call waits the settle interval (100 ms) after its commit while any cache listener's lease lasts (the
+//     statement's cache_settle_ms, docs/redis.md), and by then every process has heard the bump or stopped
+//     answering from Redis, by (4). The same for SQL through remove_dedup_key() or followed by wait_for_caches(). The
+//     statement decides whether to wait before it commits, under a lock a listener that starts meanwhile waits for
+//     before it reads the epochs (sql/cache-listen.sql): a listener it could not see knows the end without the wait.
+//     What is left: a fact ended by bare SQL, or inside a caller's transaction (from its commit, once the hold of
+//     HOLD_MS has gone), may be answered by process P until P has the NOTIFY of the commit, or any listener has copied
+//     that epoch into Redis, and for at most the lease (100 ms) after the commit, by (4).
+// (4) The lease. P answers from Redis only while its listener is synced (below) and two leases last
+//     (src/cache/listener-lease.ts): P has heard, within 100 ms of sending it, a heartbeat NOTIFY sent from its pool
+//     (PostgreSQL delivers NOTIFYs in commit order, so P has heard every bump committed before that heartbeat was
+//     sent), and P's row in cache_listeners, which ending statements read, has not run out (P writes it before it
+//     takes the slot and reads the epochs: a statement that could not see it held the lock P's slot waits for, and P
+//     read the epochs after its commit). A
+//     session that stops delivering without closing (a frozen backend still answers keepalives) stops the cache
+//     within 100 ms and is replaced once a committed heartbeat went unheard for 2 s. From the moment P's listener
+//     connection fails until it is back, LISTENs, holds the slot and has read every epoch again, P asks Postgres for
+//     everything. A sync that finds the server started anew (a start time
 //     other than the one P or Redis saw) or an epoch below what P or Redis saw bumps every bucket above all of them
 //     first (invalidate_cache), so a restart, a failover or a restore from backup cannot bring an old namespace back;
 //     epochs that fall back again soon after keep P off Redis. Epochs are microseconds of the clock or more, so that
@@ -49,12 +63,14 @@
 // (5) Time. Each entry carries its fact's end T by the database clock; a hit needs T after an upper bound of the
 //     database clock now (src/cache/db-clock.ts). A SET delayed in a slow Redis, whose TTL starts late, changes nothing.
 // (6) Redis faults only lose entries (a flush, eviction, a restart): a lost entry is a miss. A lost epoch key or hold
-//     (eviction under allkeys-*, a flush between a call's steps) narrows (3) back to the NOTIFY window. A Redis write
+//     (eviction under allkeys-*, a flush between a call's steps) brings back, for a call through pgonce with Redis,
+//     the window of a bare SQL end: until the NOTIFY arrives, within the lease. A Redis write
 //     that times out may still happen later; every write here is safe late (an entry under an old epoch is
 //     unreachable, an epoch key only rises, a hold expires).
 //
 // Residual risks, written down rather than hidden: triggers disabled (session_replication_role = replica, or a restore
-// into a running server, until (4) finds it), a database clock stepped backwards, a failover to a replica that lost
+// into a running server, until (4) finds it), a database clock stepped backwards (entries outlive their end) or
+// forwards past the 30 s lease of cache_listeners (a removal without Redis may not wait), a failover to a replica that lost
 // commits noticed only when the listener notices its connection is gone, two copies of one database (same
 // settings.cache_instance) sharing one Redis, and SHA-256 collisions of two keys (2^-160 per pair).
 
@@ -67,6 +83,7 @@ import type { EpochListener } from './epoch-listener.js'
 import type { Fact, KeyNames } from './keys.js'
 import type { RedisLike } from './redis-client.js'
 import { hold, raiseEpochs, release } from './scripts.js'
+import { settle } from './settle.js'
 
 /** How long a hold keeps a bucket's pre-checks missing when its call never releases it (a crash, a caller's transaction). */
 export const HOLD_MS = 10_000
@@ -111,48 +128,62 @@ export class Invalidation {
   /**
    * After a commit that may have ended facts of `buckets` (null: of any bucket whose epoch is not `before`'s): reads
    * their epochs from Postgres, learns them, and raises the epoch keys in Redis, so that no process answers an ended
-   * fact from here on (see (3)).
+   * fact from here on (see (3)). False when Redis could not be told (then the caller waits out the leases).
    */
-  async publish(buckets: readonly number[] | null, before: readonly number[] = []): Promise<void> {
+  async publish(buckets: readonly number[] | null, before: readonly number[] = []): Promise<boolean> {
     const redis = this.cache.connection()
-    if (redis === null || this.cache.isClosed) return
+    if (redis === null || this.cache.isClosed) return false
     let rows: EpochRow[]
     try {
       rows = await this.cache.execute<EpochRow>(sqlFor('cache-epochs', this.cache.schema), [buckets])
     } catch (err) {
       this.logger.warn({ err }, 'pgonce: could not read the cache epochs after a change; other processes learn it by NOTIFY')
-      return
+      return false
     }
     const known = rows.map((r) => ({ bucket: r.bucket, epoch: Number(r.epoch) }))
       .filter((r) => buckets !== null || r.epoch > (before[r.bucket] ?? 0))
     for (const r of known) this.cache.listening()?.learn(r.bucket, r.epoch)
-    if (known.length === 0) return
-    await this.cache.gate.run('raise epochs', () => raiseEpochs(redis.client, known.map((r) => redis.names.epoch(r.bucket)), known.map((r) => r.epoch)))
+    if (known.length === 0) return true
+    const raised = await this.cache.gate.run('raise epochs',
+      () => raiseEpochs(redis.client, known.map((r) => redis.names.epoch(r.bucket)), known.map((r) => r.epoch)))
+    return raised !== FAILED
   }
 
   /**
    * Runs `statement`, which may end facts of `facts` ('all': of any bucket, unknown beforehand), with the invalidation
-   * of (3): hold, statement, then (outside a caller's transaction) publish and release.
+   * of (3): hold, statement, then (outside a caller's transaction) publish, and when Redis could not be told, the wait
+   * `settleMs` of its answer says; then release.
    */
-  async ending<T>(facts: readonly Fact[] | 'all', inCallerTx: boolean, statement: () => Promise<T>): Promise<T> {
+  async ending<T>(facts: readonly Fact[] | 'all', inCallerTx: boolean, statement: () => Promise<T>,
+    settleMs: (result: T) => number | Promise<number>): Promise<T> {
     const buckets = facts === 'all' ? [] : [...new Set(facts.map((f) => f.bucket))]
     if (facts !== 'all' && buckets.length === 0) return statement()
     await this.cache.start()
     const before = facts === 'all' ? (this.cache.listening()?.epochs() ?? []) : []
     const held = await this.hold(buckets)
+    let done: { result: T } | null = null
     try {
-      return await statement()
+      done = { result: await statement() }
+      return done.result
     } finally {
       if (!inCallerTx) {
-        await this.publish(facts === 'all' ? null : buckets, before)
+        const published = await this.publish(facts === 'all' ? null : buckets, before)
+        if (!published && done !== null) await settle(await settleMs(done.result))
         if (held) await this.release(buckets)
       }
     }
   }
 }
 
-/** `statement` with {@link Invalidation.ending} when there is a cache, as is when there is none. */
-export function endingFacts<T>(cache: { invalidation: Invalidation } | undefined, facts: () => readonly Fact[] | 'all', inCallerTx: boolean,
-  statement: () => Promise<T>): Promise<T> {
-  return cache === undefined ? statement() : cache.invalidation.ending(facts(), inCallerTx, statement)
+/**
+ * `statement` with {@link Invalidation.ending} when there is a cache; when there is none, outside a caller's
+ * transaction, the wait `settleMs` of its answer says (docs/redis.md): either way no process answers an ended fact
+ * from Redis once this returns.
+ */
+export async function endingFacts<T>(cache: { invalidation: Invalidation } | undefined, facts: () => readonly Fact[] | 'all',
+  inCallerTx: boolean, statement: () => Promise<T>, settleMs: (result: T) => number | Promise<number>): Promise<T> {
+  if (cache !== undefined) return cache.invalidation.ending(facts(), inCallerTx, statement, settleMs)
+  const result = await statement()
+  if (!inCallerTx) await settle(await settleMs(result))
+  return result
 }
