@@ -161,7 +161,7 @@ function startPruner(db: Db, pruner: Pruner): () => Promise<number> {
 }
 
 async function pruning(db: Db): Promise<Part> {
-  const historyLeft = async () => Number((await db.admin.query(`select count(*) as n from ${SCHEMA}.jobs where queue <> 'drain'`)).rows[0]?.n)
+  const historyLeft = async () => Number((await db.admin.query<{ n: string }>(`select count(*) as n from ${SCHEMA}.jobs where queue <> 'drain'`)).rows[0]?.n)
   for (const q of QUEUES) await db.queue(q).setRetention({ completedMs: RETENTION_MS })
   await maintain(db.admin, 'analysed')
   const pruners: Pruner[] = ['none', 'back-to-back runMaintenance', "a Worker's housekeeping (paced)"]

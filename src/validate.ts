@@ -20,7 +20,7 @@ export function fail(code: ValidationError['code'], field: string, message: stri
 
 export function isPlainObject(value: unknown): value is Record<string, unknown> {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) return false
-  const proto = Object.getPrototypeOf(value)
+  const proto: unknown = Object.getPrototypeOf(value)
   return proto === Object.prototype || proto === null
 }
 
@@ -157,7 +157,7 @@ function checkJson(v: unknown, w: Walk): void {
         }
         if (Object.getOwnPropertySymbols(v).length > 0) fail('NOT_JSON', fieldAt(field, path), 'symbol keys are not JSON')
       } else {
-        const kind = (v as object).constructor?.name ?? 'object'
+        const kind = v.constructor?.name ?? 'object'
         fail('NOT_JSON', fieldAt(field, path), `${kind} is not plain JSON (convert it first, e.g. a Date to an ISO string)`)
       }
       ancestors.pop()

@@ -9,6 +9,7 @@ const suite = cliSuite('cli_read', seedEmails)
 
 const cli = suite.run
 
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- the CLI's JSON, whose fields each test reads as it expects them
 async function json(...args: string[]): Promise<any> {
   const { code, stdout, stderr } = await cli(...args, '--json')
   expect({ code, stderr }).toEqual({ code: 0, stderr: '' })

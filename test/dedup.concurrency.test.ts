@@ -54,7 +54,7 @@ function allAtOnce(add: (q: Queue<Payload>, caller: number) => Promise<Job<Paylo
 
 function fulfilled(results: PromiseSettledResult<Job<Payload>>[]): Job<Payload>[] {
   const rejected = results.filter((r) => r.status === 'rejected')
-  expect(rejected.map((r) => String((r as PromiseRejectedResult).reason))).toEqual([])
+  expect(rejected.map((r) => String(r.reason))).toEqual([])
   return results.map((r) => (r as PromiseFulfilledResult<Job<Payload>>).value)
 }
 

@@ -27,7 +27,7 @@ describe('Effects input checks', () => {
   it('rejects bad constructor options', () => {
     expect(() => new Effects({ connectionString: db.url, schema: 'Bad-Schema' })).toThrow(ValidationError)
     expect(() => new Effects({ connectionString: db.url, claimTtl: 5 } as never)).toThrow(/options\.claimTtl: unknown option/)
-    expect(() => new Effects({} as never)).toThrow(/exactly one of connectionString and pool/)
+    expect(() => new Effects({})).toThrow(/exactly one of connectionString and pool/)
   })
 
   it('rejects bad runOnce keys, work and options before any I/O', async () => {

@@ -50,7 +50,7 @@ describe('housekeeping with a long history', () => {
     const scans = nodes.filter((n) => n['Relation Name'] === 'jobs' && n['Index Name'] === 'jobs_finished')
     expect(scans.length).toBe(1)
     expect(scans[0]?.['Actual Rows']).toBe(5)
-    expect(nodes.some((n) => typeof n['Rows Removed by Join Filter'] === 'number' && (n['Rows Removed by Join Filter'] as number) > 0)).toBe(false)
+    expect(nodes.some((n) => typeof n['Rows Removed by Join Filter'] === 'number' && n['Rows Removed by Join Filter'] > 0)).toBe(false)
   })
 
   it('the promotion safety net does not scan the table: an index on the jobs waiting for their dependencies', async () => {

@@ -34,7 +34,7 @@ describe('retention', () => {
     const q = queueOf('ret-default')
     try {
       const jobs = await q.addBulk(Array.from({ length: 8 }, (_, i) => ({ name: 'j', data: { i } })))
-      const [c23, c25, x25, f6d, f8d, live, , activeOld] = jobs.map((j) => j.id) as string[]
+      const [c23, c25, x25, f6d, f8d, live, , activeOld] = jobs.map<string>((j) => j.id)
       await finish(c23!, 'completed', 23)
       await finish(c25!, 'completed', 25)
       await finish(x25!, 'cancelled', 25)

@@ -156,7 +156,7 @@ it('bundles with webpack 5 in development mode for Node, and the bundle adds a j
       mode: 'development', target: 'node', devtool: false, context: packed.app, entry: './entry.mjs',
       output: { path: join(packed.app, 'bundle'), filename: 'main.cjs' },
     })
-    compiler.run((err, result) => compiler.close(() => (err ?? !result ? reject(err) : resolve(result))))
+    compiler.run((err, result) => compiler.close(() => (err ?? !result ? reject(err ?? new Error('webpack gave no result')) : resolve(result))))
   })
   const { errors, warnings } = stats.toJson({ all: false, errors: true, warnings: true })
   expect(errors?.map((e) => e.message)).toEqual([])

@@ -73,7 +73,7 @@ describe.skipIf(!ok)('the decision table (docs/deduplication.md) with the Redis 
     db = await freshSchema('redis_table')
     redis = testClient(REDIS_URL as string)
     plain = new Side(new Queue<Payload>('twin-plain', { connectionString: db.url, schema: db.schema }), db)
-    cached = new Side(new Queue<Payload>('twin-cached', { connectionString: db.url, schema: db.schema, redis: REDIS_URL as string }), db)
+    cached = new Side(new Queue<Payload>('twin-cached', { connectionString: db.url, schema: db.schema, redis: REDIS_URL }), db)
     // Wait for the listener to be synced: a duplicate answered from Redis.
     await cached.queue.add('warm', { v: 'w' }, { deduplication: { id: 'warm', ttl: TTL } })
     for (let i = 0; i < 200 && cached.queue.cacheOutcomes.get('hit') === 0; i++) {

@@ -18,7 +18,7 @@ describe.skipIf(!ok)('effects with the Redis layer on', () => {
   beforeAll(async () => {
     db = await freshSchema('redis_effects')
     redis = testClient(REDIS_URL as string)
-    effects = new Effects({ connectionString: db.url, schema: db.schema, redis: REDIS_URL as string })
+    effects = new Effects({ connectionString: db.url, schema: db.schema, redis: REDIS_URL })
     clients = new pg.Pool({ connectionString: db.url, max: 4 })
   })
   afterAll(async () => {
@@ -118,7 +118,7 @@ describe.skipIf(!ok)('effects with the Redis layer on', () => {
         })
         const once = await ctx.runOnce(`mail:${job.data.k}`, () => {})
         outcomes.push([effect, once])
-      }, { pool: workerPool, schema: db.schema, redis: REDIS_URL as string, pollIntervalMs: 50, maintenanceIntervalMs: 0 })
+      }, { pool: workerPool, schema: db.schema, redis: REDIS_URL, pollIntervalMs: 50, maintenanceIntervalMs: 0 })
     })
     afterAll(async () => {
       await worker?.close()

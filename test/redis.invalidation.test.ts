@@ -27,10 +27,10 @@ describe.skipIf(!ok)('invalidation of cached duplicates', () => {
   beforeAll(async () => {
     db = await freshSchema('redis_inval')
     redis = testClient(REDIS_URL as string)
-    queue = new Queue<Payload>(QUEUE, { connectionString: db.url, schema: db.schema, redis: REDIS_URL as string })
+    queue = new Queue<Payload>(QUEUE, { connectionString: db.url, schema: db.schema, redis: REDIS_URL })
     const env = { PGONCE_URL: db.url, PGONCE_SCHEMA: db.schema, QUEUE }
     ;[withRedis, withoutRedis] = await Promise.all([
-      spawnQueueChild({ ...env, CHILD_REDIS_URL: REDIS_URL as string }),
+      spawnQueueChild({ ...env, CHILD_REDIS_URL: REDIS_URL }),
       spawnQueueChild(env),
     ])
     await Promise.all([withRedis.send({ op: 'ping' }), withoutRedis.send({ op: 'ping' })])
@@ -189,7 +189,7 @@ describe.skipIf(!ok)('invalidation of cached duplicates', () => {
     } finally {
       client.release()
     }
-    const fresh = new Queue<Payload>(QUEUE, { connectionString: db.url, schema: db.schema, redis: REDIS_URL as string, migrate: false })
+    const fresh = new Queue<Payload>(QUEUE, { connectionString: db.url, schema: db.schema, redis: REDIS_URL, migrate: false })
     try {
       // The fresh process's listener finds Redis's epochs ahead of Postgres's and bumps every bucket above them before
       // it answers anything from Redis (its first hit says it is synced).

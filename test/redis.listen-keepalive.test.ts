@@ -46,7 +46,7 @@ describe.skipIf(!ok || !hasSs)('the epoch listener session', () => {
 
   beforeAll(async () => {
     db = await freshSchema('redis_keepalive')
-    queue = new Queue('ka', { connectionString: db.url, schema: db.schema, redis: REDIS_URL as string })
+    queue = new Queue('ka', { connectionString: db.url, schema: db.schema, redis: REDIS_URL })
   })
   afterAll(async () => {
     await queue?.close()

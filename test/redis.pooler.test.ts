@@ -34,7 +34,7 @@ describe.skipIf(!ok || binary === null)('the Redis layer behind a transaction-mo
   it('the listener hears no NOTIFY through it: an error is logged, every answer comes from Postgres', async () => {
     const errors: string[] = []
     const logger: Logger = { debug: () => {}, info: () => {}, warn: () => {}, error: (_o, msg) => { errors.push(String(msg)) }, child: () => logger }
-    const queue = new Queue('pooled', { connectionString: bouncer.url, schema: db.schema, preparedStatements: false, redis: REDIS_URL as string, logger })
+    const queue = new Queue('pooled', { connectionString: bouncer.url, schema: db.schema, preparedStatements: false, redis: REDIS_URL, logger })
     try {
       const first = await queue.add('push', {}, { deduplication: { id: 'k', ttl: TTL } })
       await until(() => errors.some((m) => m.includes('does not hear NOTIFYs')), 10_000, 'the listener to give up')
@@ -52,7 +52,7 @@ describe.skipIf(!ok || binary === null)('the Redis layer behind a transaction-mo
     const done: string[] = []
     const worker = new Worker<{ n: number }>('pooled-worker', async (_job, ctx) => { done.push(await ctx.runOnce('once', () => {})) }, {
       connectionString: bouncer.url, listenConnectionString: db.url, schema: db.schema, preparedStatements: false,
-      redis: REDIS_URL as string, pollIntervalMs: 50, migrate: false,
+      redis: REDIS_URL, pollIntervalMs: 50, migrate: false,
     })
     try {
       // Ready before the first add (it listens and has claimed once): the timed waits below are the job's, not the start's.

@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { Effects, Queue, Worker } from '../src/index.js'
 import { type TestSchema, freshSchema } from './support/schema.js'
-import { storedJob, waitFor, waitForState } from './fixtures/worker-helpers.js'
+import { waitFor, waitForState } from './fixtures/worker-helpers.js'
 
 let db: TestSchema
 let queue: Queue<{ n: number }>

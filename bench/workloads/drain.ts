@@ -29,7 +29,7 @@ function runChild(task: DrainTask): Promise<DrainReport> {
     child.on('error', reject)
     child.on('exit', (code, signal) => {
       clearTimeout(timer)
-      const got = answer as ChildMessage | null
+      const got = answer
       if (got?.ok) resolve(got.report)
       else reject(new Error(got ? got.error : `drain child exited with ${signal ?? code} and no report`))
     })

@@ -84,7 +84,7 @@ export function plainAdmissions(b: PlainBulkRow, reqs: readonly AddRequest[], qu
     throw new Error(`pgonce: sql/add-plain-jobs.sql answered ${b.ids === '' ? 0 : ids.length} ids for ${reqs.length} items`)
   }
   const now = Number(b.now_ms)
-  const rows: AdmissionRow[] = new Array(reqs.length)
+  const rows = new Array<AdmissionRow>(reqs.length)
   for (let i = 0; i < reqs.length; i++) {
     const req = reqs[i] as AddRequest
     const delay = req.delayMs ?? 0

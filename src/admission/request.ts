@@ -117,7 +117,7 @@ const BULK_ITEM_KEYS = ['name', 'data', 'opts'] as const
 /** Checks every item of an addBulk call (`{ name, data, opts }`), naming a bad one `items[i]`. */
 export function toAddRequests(items: unknown, maxDataBytes: number): AddRequest[] {
   if (!Array.isArray(items)) fail('INVALID_TYPE', 'items', 'must be an array')
-  const reqs: AddRequest[] = new Array(items.length)
+  const reqs = new Array<AddRequest>(items.length)
   for (let i = 0; i < items.length; i++) {
     const field = `items[${i}]`
     const it = checkOptions<{ name: unknown; data: unknown; opts?: unknown }>(items[i], field, BULK_ITEM_KEYS)

@@ -69,7 +69,7 @@ export async function openRedis(option: RedisOption, logger: Logger): Promise<Re
   let Redis: new (url: string, options: Record<string, unknown>) => OwnedRedis
   try {
     const mod = await import('ioredis')
-    Redis = (mod.Redis ?? mod.default) as unknown as typeof Redis
+    Redis = mod.Redis ?? mod.default
   } catch (err) {
     throw new Error("pgonce: options.redis is a URL, which needs the optional peer dependency 'ioredis' (npm install ioredis)", { cause: err })
   }

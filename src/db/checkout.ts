@@ -39,7 +39,7 @@ export async function withClient<T>(pool: pg.Pool, logger: Logger,
 function checkout(pool: pg.Pool, onError: (err: Error) => void): Promise<pg.PoolClient> {
   return new Promise((resolve, reject) => {
     pool.connect((err, client) => {
-      if (client === undefined || (err !== undefined && err !== null)) return reject(err)
+      if (client === undefined || (err !== undefined && err !== null)) return reject(err ?? new Error('pgonce: the pool gave no connection'))
       client.on('error', onError)
       resolve(client)
     })

@@ -1,5 +1,6 @@
 // The pg Client behind every connection pgonce opens: errors translated, a statement left unanswered drops its connection, and end() never waits on a silent server.
 
+/* eslint-disable @typescript-eslint/no-explicit-any -- pg's methods are overloaded: the overrides take and return what pg's do */
 import pg from 'pg'
 import { type ErrorContext, databaseError } from './database-errors.js'
 
@@ -60,12 +61,14 @@ export class PgonceClient extends pg.Client {
   }
 
   /** Ends the connection; if the server has not closed it GOODBYE_MS after pgonce's goodbye, drops it. */
-  override end(callback?: Callback): any {
+  override end(): Promise<void>
+  override end(callback: Callback): void
+  override end(callback?: Callback): Promise<void> | void {
     const timer = setTimeout(() => this.drop(), GOODBYE_MS)
     timer.unref()
     this.once('end', () => clearTimeout(timer))
     const base = super.end as (...args: unknown[]) => any
-    return callback === undefined ? (base.call(this) as Promise<void>).finally(() => clearTimeout(timer)) : base.call(this, callback)
+    return callback === undefined ? (base.call(this) as Promise<void>).finally(() => clearTimeout(timer)) : (base.call(this, callback) as void)
   }
 
   /** Destroys the socket now: whatever waits on this connection fails at once (a connect too). */

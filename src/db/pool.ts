@@ -29,6 +29,7 @@ export class PgoncePool extends pg.Pool {
   }
 
   // pg's connect is overloaded: the override takes and returns what pg's does, untyped.
+  /* eslint-disable @typescript-eslint/no-explicit-any -- as untyped as pg's overloads */
   override connect(callback?: (...args: any[]) => void): any {
     const base = super.connect as (...args: unknown[]) => any
     if (callback !== undefined) {
@@ -38,10 +39,11 @@ export class PgoncePool extends pg.Pool {
       throw databaseError(err, this.context)
     })
   }
+  /* eslint-enable @typescript-eslint/no-explicit-any */
 
   /** Ends the pool once (later calls share the first one's promise): no new connection, each one ends when released. */
   override end(): Promise<void> {
-    this.endingOnce ??= (super.end as () => Promise<void>).call(this)
+    this.endingOnce ??= super.end()
     return this.endingOnce
   }
 

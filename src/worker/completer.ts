@@ -5,7 +5,7 @@ import type { EventEmitter } from 'node:events'
 import { Counters } from '../counters.js'
 import { isConnectionError } from '../db/checkout.js'
 import { LeaseLostError, RetryLaterError } from '../errors.js'
-import { type Backoff, Job, type JobOwner, type JobRow, type JobState } from '../job.js'
+import { type Backoff, Job, type JobOwner, type JobState } from '../job.js'
 import type { Logger } from '../logger.js'
 import { countInto } from '../telemetry/metrics.js'
 import { MAX_DURATION_MS } from '../validate.js'
@@ -84,7 +84,7 @@ export class Completer<Data, Result> {
       err.stack === undefined ? null : storableText(err.stack), retryDelayMs(h.job.backoff, h.job.attempts))
     if (row === null) return this.leaseLost(h, 'its handler threw')
     this.logger.debug({ jobId: h.id, state: row.state, err }, 'pgonce: attempt failed')
-    const job = new Job<Data>(row as JobRow, null, this.owner)
+    const job = new Job<Data>(row, null, this.owner)
     if (row.state === 'cancelled') {
       this.outcomes.increment('cancelled')
       this.events.emit('cancelled', job)

@@ -203,17 +203,19 @@ export class Notifier {
   private scheduleReconnect(): void {
     if (this.stopped) return
     clearTimeout(this.timer)
-    this.timer = setTimeout(async () => {
-      if (this.stopped) return
-      if (await this.connect()) {
-        this.logger.info('pgonce: LISTEN connection restored')
-        this.events.onReconnect()
-      } else {
-        if (this.reported !== 'unheard') this.retryMs = Math.min(this.retryMs * 2, MAX_RETRY_MS)
-        this.scheduleReconnect()
-      }
-    }, this.retryMs)
+    this.timer = setTimeout(() => void this.reconnect(), this.retryMs)
     this.timer.unref?.()
+  }
+
+  private async reconnect(): Promise<void> {
+    if (this.stopped) return
+    if (await this.connect()) {
+      this.logger.info('pgonce: LISTEN connection restored')
+      this.events.onReconnect()
+    } else {
+      if (this.reported !== 'unheard') this.retryMs = Math.min(this.retryMs * 2, MAX_RETRY_MS)
+      this.scheduleReconnect()
+    }
   }
 }
 

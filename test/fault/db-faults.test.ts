@@ -99,7 +99,7 @@ describe('backends terminated under a worker process', () => {
     const pid = listenerPid(worker)!
     const { rows } = await db.pool.query<{ application_name: string }>('select application_name from pg_stat_activity where pid = $1', [pid])
     const id = worker.messages().find((m) => m.ready)?.workerId
-    expect(rows[0]?.application_name).toBe(`pgonce-listener ${id}`)
+    expect(rows[0]?.application_name).toBe(`pgonce-listener ${String(id)}`)
   })
 
   it('the LISTEN connection killed: a new listener backend, and the next job starts on NOTIFY', async () => {

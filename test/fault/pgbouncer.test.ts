@@ -177,7 +177,7 @@ describe.skipIf(binary === null)(`through PgBouncer in transaction mode${binary 
     const worker = new Worker('bouncer-deaf', async (job) => void seen.add(job.id), { ...opts(), pollIntervalMs: 200, maintenanceIntervalMs: 0 })
     worker.on('error', (err) => errors.push(err))
     closers.push(() => worker.close())
-    const deaf = await waitFor(() => errors.find((e) => e instanceof SetupError), 10_000, "the worker's 'error'") as SetupError
+    const deaf = await waitFor(() => errors.find((e): e is SetupError => e instanceof SetupError), 10_000, "the worker's 'error'")
     expect(deaf.code).toBe('LISTEN_UNHEARD')
     expect(deaf.message).toContain('listenConnectionString')
     // No idle slot or hand-off lock is taken on its behalf (a session lock through the bouncer would strand on a server connection).

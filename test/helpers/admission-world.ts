@@ -33,7 +33,7 @@ export interface RealRejection {
   kind: 'rejected'
   code: string
   /** The owner's job.id; 'unknown' where the path does not say (add_job() raising PO001). */
-  owner: string | null | 'unknown'
+  owner: string | null
   /** The rejected item of a batch; 'unknown' where the path does not say (a DeduplicationError from addBulk). */
   index: number | null | 'unknown'
 }

@@ -14,7 +14,7 @@ export async function run(file: string, args: string[], options: { cwd: string; 
     return await exec(file, args, options)
   } catch (err) {
     const e = err as Error & { stdout?: string; stderr?: string }
-    throw new Error(`${file} ${args.join(' ')} failed:\n${e.stdout ?? ''}${e.stderr ?? ''}`)
+    throw new Error(`${file} ${args.join(' ')} failed:\n${e.stdout ?? ''}${e.stderr ?? ''}`, { cause: err })
   }
 }
 
