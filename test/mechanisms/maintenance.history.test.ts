@@ -3,9 +3,9 @@
 // queue's whole history and called _prunable() on every row; the promotion safety net scanned the whole table.)
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { runMaintenance } from '../src/index.js'
-import { sqlFor } from '../src/db/sql-files.js'
-import { type TestSchema, freshSchema } from './support/schema.js'
+import { runMaintenance } from '../../src/index.js'
+import { sqlFor } from '../../src/db/sql-files.js'
+import { type TestSchema, freshSchema } from '../helpers/schema.js'
 
 const HISTORY = 20_000
 let db: TestSchema

@@ -4,10 +4,11 @@
 
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { ValidationError, Worker, runMaintenance } from '../src/index.js'
-import { housekeepingRound } from '../src/maintenance.js'
-import { silentLogger } from '../src/logger.js'
-import { type TestSchema, freshSchema } from './support/schema.js'
+import { ValidationError, Worker, runMaintenance } from '../../src/index.js'
+import { housekeepingRound } from '../../src/maintenance.js'
+import { silentLogger } from '../../src/logger.js'
+import { type TestSchema, freshSchema } from '../helpers/schema.js'
+import { waitFor } from '../helpers/wait.js'
 
 let db: TestSchema
 
@@ -61,8 +62,7 @@ describe('paced housekeeping', () => {
     const stop = new AbortController()
     try {
       const paced = housekeepingRound(pool, db.schema, silentLogger, { batchSize: 1000, pace: 50, signal: stop.signal })
-      for (let i = 0; i < 200 && (await paceRow())?.live !== true; i++) await new Promise((r) => setTimeout(r, 10))
-      expect((await paceRow())?.live).toBe(true)
+      await waitFor(async () => (await paceRow())?.live === true, 5_000, 'the paced runner to pause')
       const other = await runMaintenance({ pool: db.pool, schema: db.schema })
       expect(other).toMatchObject({ ran: false, pruned: 0 })
 
@@ -83,7 +83,7 @@ describe('paced housekeeping', () => {
     await history(50_000)
     const stop = new AbortController()
     const round = runMaintenance({ pool: db.pool, schema: db.schema, signal: stop.signal })
-    for (let i = 0; i < 500 && (await left()) === 50_000; i++) await new Promise((r) => setTimeout(r, 5))
+    await waitFor(async () => (await left()) < 50_000, 5_000, 'the first batch')
     stop.abort()
     const result = await round
     expect(result.ran).toBe(true)
@@ -107,7 +107,7 @@ describe('paced housekeeping', () => {
     const errors: Error[] = []
     worker.on('error', (err) => errors.push(err))
     await worker.run()
-    for (let i = 0; i < 500 && (await left()) === 150_000; i++) await new Promise((r) => setTimeout(r, 10))
+    await waitFor(async () => (await left()) < 150_000, 10_000, "the worker's housekeeping to start")
     const t = performance.now()
     await worker.close()
     // At full speed and without the stop, the round's 150 batches took 2.5-5 s here.

@@ -5,9 +5,9 @@
 
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { Queue } from '../src/index.js'
-import { sqlFor } from '../src/db/sql-files.js'
-import { type TestSchema, freshSchema } from './support/schema.js'
+import { Queue } from '../../src/index.js'
+import { sqlFor } from '../../src/db/sql-files.js'
+import { type TestSchema, freshSchema } from '../helpers/schema.js'
 
 let db: TestSchema
 

@@ -10,10 +10,10 @@
 
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { Queue } from '../src/index.js'
-import { HEAD, JobStore, newTokenPrefix } from '../src/worker/job-store.js'
-import { waitFor } from './fixtures/worker-helpers.js'
-import { type TestSchema, freshSchema } from './support/schema.js'
+import { Queue } from '../../src/index.js'
+import { HEAD, JobStore, newTokenPrefix } from '../../src/worker/job-store.js'
+import { waitUntilBlockedBehind } from '../helpers/wait.js'
+import { type TestSchema, freshSchema } from '../helpers/schema.js'
 
 let db: TestSchema
 
@@ -54,9 +54,7 @@ async function interleave<T>(sql: string, first: string, second: string, batch: 
     const pid = (await worker.query('select pg_backend_pid() as pid')).rows[0].pid as number
     const answer = batch()
     answer.catch(() => {})
-    await waitFor(async () => (await db.pool.query(
-      'select count(*)::int as n from pg_stat_activity where $1 = any(pg_blocking_pids(pid))', [pid])).rows[0].n > 0,
-    10_000, 'the batch to wait for the worker\'s first row')
+    await waitUntilBlockedBehind(db.pool, pid, 'the batch to wait for the worker\'s first row')
     // Without the batch's ordered locks this waits for the batch, which waits for the first row: a deadlock.
     await worker.query(sql, [second])
     await worker.query('commit')

@@ -10,9 +10,9 @@
 
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { Queue } from '../src/index.js'
-import { waitFor } from './fixtures/worker-helpers.js'
-import { type TestSchema, freshSchema, namedSessionUrl } from './support/schema.js'
+import { Queue } from '../../src/index.js'
+import { waitFor } from '../helpers/wait.js'
+import { type TestSchema, freshSchema, namedSessionUrl } from '../helpers/schema.js'
 
 let db: TestSchema
 

@@ -3,11 +3,12 @@
 
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { Queue, Worker } from '../src/index.js'
-import { sqlFor } from '../src/db/sql-files.js'
-import { listen } from './fixtures/add-probes.js'
-import { waitFor } from './fixtures/worker-helpers.js'
-import { type TestSchema, freshSchema } from './support/schema.js'
+import { Queue, Worker } from '../../src/index.js'
+import { sqlFor } from '../../src/db/sql-files.js'
+import { listen } from '../helpers/add-probes.js'
+import { waitFor } from '../helpers/wait.js'
+import { waitForIdleSlot } from '../helpers/idle-slots.js'
+import { type TestSchema, freshSchema } from '../helpers/schema.js'
 
 let db: TestSchema
 
@@ -99,10 +100,7 @@ describe('waking workers', () => {
     const heard = await listen(db)
     try {
       await worker.run()
-      await waitFor(async () => {
-        const { rows } = await db.pool.query(`select "${db.schema}"._idle_worker_waits('wake-worker') as waits`)
-        return rows[0].waits === true
-      }, 5_000, 'the worker to hold an idle slot')
+      await waitForIdleSlot(db, 'wake-worker')
       const t0 = Date.now()
       // Only a worker's claim makes a job active: the add answers 'waiting', even with a worker asleep and a slot free.
       expect((await queue.add('first', {})).state).toBe('waiting')
@@ -112,10 +110,7 @@ describe('waking workers', () => {
       // A full batch (batchSize 1, then the worker holds a running job): it claims again on its own, slot given back.
       await queue.addBulk([{ name: 'block', data: {} }, { name: 'next', data: {} }])
       await waitFor(() => started.includes('block'), 5_000, 'the blocking job to start')
-      await waitFor(async () => {
-        const { rows } = await db.pool.query(`select "${db.schema}"._idle_worker_waits('wake-worker') as waits`)
-        return rows[0].waits === false
-      }, 5_000, 'the busy worker to give its slot back')
+      await waitForIdleSlot(db, 'wake-worker', false)
       release()
       await waitFor(() => started.includes('next'), 5_000, 'the next job')
     } finally {

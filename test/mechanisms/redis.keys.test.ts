@@ -2,8 +2,8 @@
 // trigger and the reader must agree, for any key text), and Redis key names stay plain whatever the key holds.
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { KeyNames, claimFact, dedupFact, ledgerFact } from '../src/cache/keys.js'
-import { type TestSchema, freshSchema } from './support/schema.js'
+import { KeyNames, claimFact, dedupFact, ledgerFact } from '../../src/cache/keys.js'
+import { type TestSchema, freshSchema } from '../helpers/schema.js'
 
 const KEYS = ['notify:push:42:7', '', ' ', 'a b c', "it's \"quoted\"; drop table jobs; --", 'ключ', '键', '🚀🔑', 'tab\tnew\nline',
   '\\x00 not a nul', '{braces}', '*?[glob]', 'k'.repeat(255), 'é'.repeat(120), 'pgonce:{x:1}:2:k:q:y']

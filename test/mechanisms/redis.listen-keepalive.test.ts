@@ -6,9 +6,10 @@
 
 import { execFileSync } from 'node:child_process'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { Queue } from '../src/index.js'
-import { REDIS_URL, redisAvailable, until } from './fixtures/redis-support.js'
-import { type TestSchema, freshSchema } from './support/schema.js'
+import { Queue } from '../../src/index.js'
+import { REDIS_URL, redisAvailable } from '../helpers/redis-support.js'
+import { waitFor } from '../helpers/wait.js'
+import { type TestSchema, freshSchema } from '../helpers/schema.js'
 
 const ok = await redisAvailable('redis.listen-keepalive.test.ts')
 const hasSs = (() => {
@@ -58,7 +59,7 @@ describe.skipIf(!ok || !hasSs)('the epoch listener session', () => {
     const local = ['127.0.0.1', 'localhost', '::1', '[::1]'].includes(url.hostname)
     await queue.add('a', {}, { deduplication: { id: 'k', ttl: 60_000 } })
     let port: number | null = null
-    await until(async () => {
+    await waitFor(async () => {
       const { rows } = await db.pool.query<{ client_port: number | null }>(
         `select client_port from pg_stat_activity
          where application_name like 'pgonce-cache ' || $1 || ' %'`, [db.schema])

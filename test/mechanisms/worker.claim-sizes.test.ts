@@ -4,11 +4,12 @@
 // wants at least half its window, so its claims stay large while the backlog lasts.
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { Worker } from '../src/index.js'
-import { sqlFor } from '../src/db/sql-files.js'
-import { type TestSchema, freshSchema } from './support/schema.js'
-import { recordingPool } from './fixtures/recording-pool.js'
-import { storedJob, waitFor } from './fixtures/worker-helpers.js'
+import { Worker } from '../../src/index.js'
+import { sqlFor } from '../../src/db/sql-files.js'
+import { type TestSchema, freshSchema } from '../helpers/schema.js'
+import { recordingPool } from '../helpers/recording-pool.js'
+import { storedJob } from '../helpers/jobs.js'
+import { waitFor } from '../helpers/wait.js'
 
 let db: TestSchema
 
@@ -86,6 +87,7 @@ describe('claim sizes of a busy worker', () => {
       await locker.query(`select 1 from "${db.schema}".jobs where id = $1 for update`, [a])
       releaseA()
       await waitFor(() => ran.includes(c), 5_000, 'jobs b and c to run while a\'s completion waits for the lock')
+      // Lets time pass on purpose: a worker that claimed past its cap would have started d by now.
       await new Promise((r) => setTimeout(r, 200))
       // Without the bound on jobs being completed, d would run too; with them counted in full, c would not.
       expect(ran).toEqual([a, b, c])

@@ -5,10 +5,10 @@
 // lost is given back by that part alone (sql/release-lost-claim.sql).
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { Queue } from '../src/index.js'
-import { sqlFor } from '../src/db/sql-files.js'
-import { newTokenPrefix } from '../src/worker/job-store.js'
-import { type TestSchema, freshSchema } from './support/schema.js'
+import { Queue } from '../../src/index.js'
+import { sqlFor } from '../../src/db/sql-files.js'
+import { newTokenPrefix } from '../../src/worker/job-store.js'
+import { type TestSchema, freshSchema } from '../helpers/schema.js'
 
 let db: TestSchema
 

@@ -4,8 +4,8 @@
 
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { sqlFor } from '../src/db/sql-files.js'
-import { type TestSchema, freshSchema } from './support/schema.js'
+import { sqlFor } from '../../src/db/sql-files.js'
+import { type TestSchema, freshSchema } from '../helpers/schema.js'
 
 let db: TestSchema
 let client: pg.Client

@@ -4,11 +4,11 @@
 // handlers holding every slot go back to the queue, their run not counted.
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { Worker } from '../src/index.js'
-import { sqlFor } from '../src/db/sql-files.js'
-import { type TestSchema, freshSchema } from './support/schema.js'
-import { recordingPool } from './fixtures/recording-pool.js'
-import { waitFor } from './fixtures/worker-helpers.js'
+import { Worker } from '../../src/index.js'
+import { sqlFor } from '../../src/db/sql-files.js'
+import { type TestSchema, freshSchema } from '../helpers/schema.js'
+import { recordingPool } from '../helpers/recording-pool.js'
+import { waitFor } from '../helpers/wait.js'
 
 let db: TestSchema
 
