@@ -5,7 +5,7 @@
 -- ends the session of a peer that vanished without closing it (a host powered off, a network partition) within about
 -- half a minute, not the kernel's default two hours. Until then the session's advisory locks live on: a worker's idle
 -- slot, one of the queue's four (test/fault/partitioned-listener.test.ts; the epoch listener's timers:
--- test/redis.listen-keepalive.test.ts). Over a Unix socket the keepalive settings do nothing.
+-- test/mechanisms/redis.listen-keepalive.test.ts). Over a Unix socket the keepalive settings do nothing.
 select set_config('application_name', coalesce($1, current_setting('application_name')), false),
   set_config('tcp_keepalives_idle', least(nullif(current_setting('tcp_keepalives_idle')::integer, 0), $2::integer)::text, false),
   set_config('tcp_keepalives_interval', least(nullif(current_setting('tcp_keepalives_interval')::integer, 0), $3::integer)::text, false),

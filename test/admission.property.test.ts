@@ -64,7 +64,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { AdmissionModel, JOB_DEFAULTS } from './helpers/admission-model.js'
 import { type AddSpec, JOB_IDS, KEYS, coverage, script, stepArb } from './helpers/admission-commands.js'
 import { World } from './helpers/admission-world.js'
-import { type TestSchema, freshSchema } from './support/schema.js'
+import { type TestSchema, freshSchema } from './helpers/schema.js'
 
 const SEED = Number(process.env.PGONCE_PROPERTY_SEED ?? 20_260_611)
 const DEFAULT_RUNS = 130

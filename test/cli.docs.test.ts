@@ -5,8 +5,8 @@
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { expect, it } from 'vitest'
-import { cliSuite, runCli } from './fixtures/cli-support.js'
-import { seedEmails } from './fixtures/cli-seed.js'
+import { cliSuite, runCli } from './helpers/cli-support.js'
+import { seedEmails } from './helpers/cli-seed.js'
 
 interface Example {
   args: string[]

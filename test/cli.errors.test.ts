@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs'
 import { type AddressInfo, type Server, createServer } from 'node:net'
 import { promisify } from 'node:util'
 import { describe, expect, it } from 'vitest'
-import { cliSuite, runCli } from './fixtures/cli-support.js'
+import { cliSuite, runCli } from './helpers/cli-support.js'
 
 const suite = cliSuite('cli_errors')
 

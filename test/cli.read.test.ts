@@ -2,8 +2,8 @@
 // --watch until SIGINT), jobs list (states, pages) and show, dedup get, failed list, schedulers list.
 
 import { describe, expect, it } from 'vitest'
-import { cliSuite, runCli } from './fixtures/cli-support.js'
-import { seedEmails } from './fixtures/cli-seed.js'
+import { cliSuite, runCli } from './helpers/cli-support.js'
+import { seedEmails } from './helpers/cli-seed.js'
 
 const suite = cliSuite('cli_read', seedEmails)
 

@@ -9,8 +9,8 @@ import { afterAll, describe, expect, it } from 'vitest'
 import { createDatabase } from '../dev/postgres-server.js'
 import { Queue, migrate } from '../src/index.js'
 import { committedMigrations } from '../src/migrate/migrations.js'
-import { cliSuite, runCli } from './fixtures/cli-support.js'
-import { freshSchema } from './support/schema.js'
+import { cliSuite, runCli } from './helpers/cli-support.js'
+import { freshSchema } from './helpers/schema.js'
 import { catalogOf } from './helpers/catalog.js'
 
 const suite = cliSuite('cli_write')

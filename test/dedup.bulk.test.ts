@@ -2,8 +2,8 @@
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { type BulkItem, DeduplicationError, Queue } from '../src/index.js'
-import { type DedupTables, closeDedupSuite, openDedupSuite } from './support/dedup-fixture.js'
-import type { TestSchema } from './support/schema.js'
+import { type DedupTables, closeDedupSuite, openDedupSuite } from './helpers/dedup-fixture.js'
+import type { TestSchema } from './helpers/schema.js'
 
 type Payload = { v: string }
 

@@ -2,8 +2,8 @@
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { DeduplicationError, type Job, Queue } from '../src/index.js'
-import { DedupTables } from './support/dedup-fixture.js'
-import { type TestSchema, freshSchema } from './support/schema.js'
+import { DedupTables } from './helpers/dedup-fixture.js'
+import { type TestSchema, freshSchema } from './helpers/schema.js'
 
 type Payload = { caller: number }
 

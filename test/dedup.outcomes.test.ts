@@ -2,8 +2,8 @@
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { type Logger, Queue } from '../src/index.js'
-import { closeDedupSuite, openDedupSuite } from './support/dedup-fixture.js'
-import type { TestSchema } from './support/schema.js'
+import { closeDedupSuite, openDedupSuite } from './helpers/dedup-fixture.js'
+import type { TestSchema } from './helpers/schema.js'
 
 type Payload = { v: string }
 type Level = 'debug' | 'info' | 'warn' | 'error'

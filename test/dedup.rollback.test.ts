@@ -3,8 +3,9 @@
 import type pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { Queue } from '../src/index.js'
-import { type DedupTables, closeDedupSuite, openDedupSuite } from './support/dedup-fixture.js'
-import type { TestSchema } from './support/schema.js'
+import { type DedupTables, closeDedupSuite, openDedupSuite } from './helpers/dedup-fixture.js'
+import type { TestSchema } from './helpers/schema.js'
+import { waitUntilBlockedBehind } from './helpers/wait.js'
 
 type Payload = { v: string }
 
@@ -32,18 +33,6 @@ async function rolledBack(work: (tx: pg.PoolClient) => Promise<unknown>): Promis
     await tx.query('rollback')
   } finally {
     tx.release()
-  }
-}
-
-/** Waits until some backend is blocked behind backend `pid` (with a deadline, for a loaded machine). */
-async function waitUntilBlockedBehind(pid: number): Promise<void> {
-  const deadline = Date.now() + 30_000
-  for (;;) {
-    const [row] = await t.sql<{ n: number }>(
-      'select count(*)::integer as n from pg_stat_activity where $1 = any(pg_blocking_pids(pid))', [pid])
-    if ((row?.n ?? 0) > 0) return
-    if (Date.now() > deadline) throw new Error(`nothing blocked behind backend ${pid} within 30 s`)
-    await new Promise((r) => setTimeout(r, 25))
   }
 }
 
@@ -117,7 +106,7 @@ describe('a concurrent add of a key an open transaction is taking', () => {
         const pid = (await tx.query<{ pid: number }>('select pg_backend_pid() as pid')).rows[0]?.pid as number
         const mine = await queue.add('push', { v: 'in-tx' }, { tx, deduplication: { id: key, ttl: TTL } })
         const racing = queue.add('push', { v: 'outside' }, { deduplication: { id: key, ttl: TTL } })
-        await waitUntilBlockedBehind(pid)
+        await waitUntilBlockedBehind(db.pool, pid, 'the concurrent add to wait for the open transaction')
         await tx.query(ending)
         const other = await racing
         if (ending === 'rollback') {

@@ -3,8 +3,8 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { sqlFor } from '../src/db/sql-files.js'
 import type { Queue } from '../src/index.js'
-import { closeDedupSuite, openDedupSuite } from './support/dedup-fixture.js'
-import type { TestSchema } from './support/schema.js'
+import { closeDedupSuite, openDedupSuite } from './helpers/dedup-fixture.js'
+import type { TestSchema } from './helpers/schema.js'
 
 const QUEUE = 'dedup-sweep'
 const TTL = 3_600_000

@@ -2,9 +2,10 @@
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { type Job, Queue, Worker, runMaintenance } from '../src/index.js'
-import { waitFor, waitForState } from './fixtures/worker-helpers.js'
-import { type DedupTables, closeDedupSuite, openDedupSuite } from './support/dedup-fixture.js'
-import type { TestSchema } from './support/schema.js'
+import { waitFor } from './helpers/wait.js'
+import { waitForState } from './helpers/jobs.js'
+import { type DedupTables, closeDedupSuite, openDedupSuite } from './helpers/dedup-fixture.js'
+import type { TestSchema } from './helpers/schema.js'
 
 type Payload = { v: string; fail?: boolean }
 

@@ -2,7 +2,7 @@
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { sqlFor } from '../src/db/sql-files.js'
-import { freshSchema, type TestSchema } from './support/schema.js'
+import { freshSchema, type TestSchema } from './helpers/schema.js'
 
 let db: TestSchema
 

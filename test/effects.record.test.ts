@@ -4,8 +4,9 @@ import { Kysely, PostgresDialect } from 'kysely'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { Effects } from '../src/index.js'
-import { freshSchema, type TestSchema } from './support/schema.js'
-import { createRunsTable, runsOf } from './fixtures/effects-support.js'
+import { freshSchema, type TestSchema } from './helpers/schema.js'
+import { createRunsTable, runsOf } from './helpers/effects-support.js'
+import { waitFor } from './helpers/wait.js'
 
 let db: TestSchema
 let effects: Effects
@@ -107,15 +108,10 @@ describe('effects.record', () => {
         expect(await effects.record(a, key)).toBe(true)
         const bPid = (await b.query<{ pid: number }>('select pg_backend_pid() as pid')).rows[0]?.pid
         const second = effects.record(b, key)
-        // Wait (by the server's own view) until b is blocked on a's uncommitted row.
-        const deadline = Date.now() + 30_000
-        for (;;) {
-          const { rows } = await db.pool.query<{ waiting: boolean }>(
-            `select wait_event_type = 'Lock' as waiting from pg_stat_activity where pid = $1`, [bPid])
-          if (rows[0]?.waiting) break
-          if (Date.now() > deadline) throw new Error('second record never blocked')
-          await new Promise((r) => setTimeout(r, 20))
-        }
+        // Until the server shows b blocked on a's uncommitted row.
+        await waitFor(async () => (await db.pool.query<{ waiting: boolean }>(
+          `select wait_event_type = 'Lock' as waiting from pg_stat_activity where pid = $1`, [bPid])).rows[0]?.waiting === true,
+        30_000, 'the second record to wait for the first transaction')
         await a.query(end)
         expect(await second).toBe(end === 'rollback')
         await b.query('commit')

@@ -2,8 +2,8 @@
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { Effects, type RunOnceOutcome } from '../src/index.js'
-import { freshSchema, type TestSchema } from './support/schema.js'
-import { claimRow, createRunsTable, deferred, recordRun, runsOf } from './fixtures/effects-support.js'
+import { freshSchema, type TestSchema } from './helpers/schema.js'
+import { claimRow, createRunsTable, deferred, recordRun, runsOf } from './helpers/effects-support.js'
 
 const CONTENDERS = 8
 const ROUNDS = 10

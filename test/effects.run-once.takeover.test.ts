@@ -2,8 +2,9 @@
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { Effects } from '../src/index.js'
-import { freshSchema, type TestSchema } from './support/schema.js'
-import { captureLogger, claimRow, createRunsTable, deferred, recordRun, runsOf } from './fixtures/effects-support.js'
+import { freshSchema, type TestSchema } from './helpers/schema.js'
+import { captureLogger, claimRow, createRunsTable, deferred, recordRun, runsOf } from './helpers/effects-support.js'
+import { waitFor } from './helpers/wait.js'
 
 let db: TestSchema
 let stale: Effects
@@ -53,15 +54,10 @@ describe('a claim left by a crashed holder', () => {
     }, { claimTtl: 4000 })
     await started.promise
     expect(await fresh.runOnce(key, () => recordRun(db.pool, db.schema, key, 'early'))).toBe('duplicate-running')
-    // Poll by the database clock until the claim has expired.
-    const deadline = Date.now() + 30_000
-    for (;;) {
-      const { rows } = await db.pool.query<{ expired: boolean }>(
-        `select expires_at <= now() as expired from "${db.schema}".execution_claims where key = $1`, [key])
-      if (rows[0]?.expired) break
-      if (Date.now() > deadline) throw new Error('claim did not expire in time')
-      await new Promise((r) => setTimeout(r, 100))
-    }
+    // Until the claim has expired by the database clock.
+    await waitFor(async () => (await db.pool.query<{ expired: boolean }>(
+      `select expires_at <= now() as expired from "${db.schema}".execution_claims where key = $1`, [key])).rows[0]?.expired === true,
+    30_000, 'the claim to expire')
     expect(await fresh.runOnce(key, () => recordRun(db.pool, db.schema, key, 'fresh'))).toBe('ran')
     expect(await runsOf(db.pool, db.schema, key)).toEqual(['fresh'])
     holding.resolve()

@@ -2,7 +2,7 @@
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { Effects, ValidationError } from '../src/index.js'
-import { freshSchema, type TestSchema } from './support/schema.js'
+import { freshSchema, type TestSchema } from './helpers/schema.js'
 
 let db: TestSchema
 // Nothing listens on port 1: any I/O would fail with a connection error, not a ValidationError.

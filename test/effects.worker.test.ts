@@ -2,9 +2,11 @@
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { Effects, Queue, Worker, type WorkerOptions } from '../src/index.js'
-import { type TestSchema, freshSchema } from './support/schema.js'
-import { claimRow, deferred } from './fixtures/effects-support.js'
-import { exited, spawnFixture, storedJob, waitFor, waitForState } from './fixtures/worker-helpers.js'
+import { type TestSchema, freshSchema } from './helpers/schema.js'
+import { claimRow, deferred } from './helpers/effects-support.js'
+import { exited, spawnFixture } from './helpers/processes.js'
+import { storedJob, waitForState } from './helpers/jobs.js'
+import { waitFor } from './helpers/wait.js'
 
 let db: TestSchema
 let queue: Queue<{ invoice: number }>

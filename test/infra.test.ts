@@ -52,7 +52,7 @@ describe('test infrastructure', () => {
       const script = `
         import pg from 'pg';
         import { startPostgres } from './dev/postgres-server.ts';
-        import { pgbouncerBinary, startPgbouncer } from './test/fault/support.ts';
+        import { pgbouncerBinary, startPgbouncer } from './test/helpers/pgbouncer.ts';
         const t0 = Date.now();
         const server = await startPostgres((m) => process.stderr.write(m + '\\n'));
         const startMs = Date.now() - t0;

@@ -6,8 +6,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { Queue, runMaintenance } from '../src/index.js'
 import { sqlFor } from '../src/db/sql-files.js'
 import { newTokenPrefix } from '../src/worker/job-store.js'
-import { type TestSchema, freshSchema } from './support/schema.js'
-import { storedJob } from './fixtures/worker-helpers.js'
+import { type TestSchema, freshSchema } from './helpers/schema.js'
+import { storedJob } from './helpers/jobs.js'
+import { backendPid } from './helpers/clients.js'
+import { waitUntilBlockedBehind } from './helpers/wait.js'
 
 let db: TestSchema
 let queue: Queue
@@ -88,7 +90,7 @@ describe('runMaintenance', () => {
     expect(blocked).toEqual({ rescued: 0, expiredKeys: 0, expiredClaims: 0, promoted: 0, pruned: 0, prunedEffects: 0, ran: false })
     expect((await storedJob(db, job.id)).state).toBe('active')
     // the other runner's backend dies inside its batch (killed worker, lost connection): its lock goes with it
-    await db.pool.query('select pg_terminate_backend($1)', [(holder as unknown as { processID: number }).processID])
+    await db.pool.query('select pg_terminate_backend($1)', [backendPid(holder)])
     await holder.end().catch(() => {})
     expect(await runMaintenance({ pool: db.pool, schema: db.schema })).toMatchObject({ rescued: 1, ran: true })
   })
@@ -108,7 +110,7 @@ describe('runMaintenance', () => {
       await a.query(sqlFor('complete-jobs', db.schema), [[p1!.id], [token(p1!.id)], [null]])
       // b's completion of the other parent waits on the dependent's row lock until a commits, then sees p1 completed.
       const second = b.query(sqlFor('complete-jobs', db.schema), [[p2!.id], [token(p2!.id)], [null]])
-      await new Promise((r) => setTimeout(r, 200))
+      await waitUntilBlockedBehind(db.pool, backendPid(a), "b's completion to wait for a's")
       expect((await storedJob(db, child.id)).state).toBe('waiting-children')
       await a.query('commit')
       await second

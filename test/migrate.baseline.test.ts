@@ -1,5 +1,5 @@
 // The baseline migration builds the schema the history it replaced builds: the same catalog (test/helpers/catalog.sql
-// says what is compared) from migrate() as from test/fixtures/legacy-migrations applied in order, each side followed
+// says what is compared) from migrate() as from test/helpers/legacy-migrations applied in order, each side followed
 // by the migrations shipped after the baseline.
 
 import { randomBytes } from 'node:crypto'
@@ -9,7 +9,7 @@ import { migrate } from '../src/index.js'
 import { committedMigrations } from '../src/migrate/migrations.js'
 import { catalogOf } from './helpers/catalog.js'
 import { applyMigrations, legacyMigrations } from './helpers/legacy-history.js'
-import { databaseUrl } from './support/schema.js'
+import { databaseUrl } from './helpers/schema.js'
 
 const pool = new pg.Pool({ connectionString: databaseUrl(), max: 2 })
 const suffix = randomBytes(4).toString('hex')

@@ -1,5 +1,5 @@
 // migrate() on a schema migrated with another history of migrations: the one the baseline replaced
-// (test/fixtures/legacy-migrations), or a baseline changed after the schema applied it. It is refused with a
+// (test/helpers/legacy-migrations), or a baseline changed after the schema applied it. It is refused with a
 // SchemaHistoryError naming the fix, applying nothing, by migrate(), a Queue and a Worker; the fix (drop the schema
 // and migrate again) gives a working schema.
 
@@ -8,7 +8,8 @@ import pg from 'pg'
 import { afterAll, describe, expect, it } from 'vitest'
 import { Queue, SchemaHistoryError, Worker, migrate } from '../src/index.js'
 import { applyMigrations, legacyMigrations } from './helpers/legacy-history.js'
-import { databaseUrl } from './support/schema.js'
+import { databaseUrl } from './helpers/schema.js'
+import { waitFor } from './helpers/wait.js'
 
 const pool = new pg.Pool({ connectionString: databaseUrl(), max: 2 })
 const created: string[] = []
@@ -27,14 +28,6 @@ function newSchemaName(label: string): string {
 async function recorded(schema: string): Promise<string[]> {
   const { rows } = await pool.query(`select filename from "${schema}".migrations order by filename`)
   return rows.map((r) => r.filename)
-}
-
-async function waitFor(condition: () => boolean, what: string): Promise<void> {
-  const started = Date.now()
-  while (!condition()) {
-    if (Date.now() - started > 10_000) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((resolve) => setTimeout(resolve, 50))
-  }
 }
 
 describe('a schema migrated with another history', () => {
@@ -60,7 +53,7 @@ describe('a schema migrated with another history', () => {
     worker.on('error', (e) => errors.push(e))
     try {
       await expect(queue.add('x', {})).rejects.toBeInstanceOf(SchemaHistoryError)
-      await waitFor(() => errors.some((e) => e instanceof SchemaHistoryError), 'the worker to report the history')
+      await waitFor(() => errors.some((e) => e instanceof SchemaHistoryError), 10_000, 'the worker to report the history')
       expect(ran).toEqual([])
       expect((await pool.query(`select state from "${schema}".jobs`)).rows).toEqual([{ state: 'waiting' }])
     } finally {

@@ -6,8 +6,8 @@ import { randomBytes } from 'node:crypto'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { Effects, Queue, SetupError, Worker, migrate } from '../src/index.js'
-import { databaseUrl } from './support/schema.js'
-import { waitFor } from './fixtures/worker-helpers.js'
+import { databaseUrl } from './helpers/schema.js'
+import { waitFor } from './helpers/wait.js'
 
 const url = databaseUrl()
 const schema = `t_unmigrated_${randomBytes(4).toString('hex')}`

@@ -7,7 +7,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { Queue, SchemaNewerError, Worker, migrate } from '../src/index.js'
 import { committedMigrations } from '../src/migrate/migrations.js'
 import { createDatabase } from '../dev/postgres-server.js'
-import { type TestSchema, freshSchema } from './support/schema.js'
+import { type TestSchema, freshSchema } from './helpers/schema.js'
+import { waitFor } from './helpers/wait.js'
 
 let db: TestSchema
 const created: string[] = []
@@ -98,11 +99,8 @@ describe('migrate', () => {
     worker.on('error', (e) => errors.push(e))
     try {
       await expect(queue.add('x', {})).rejects.toBeInstanceOf(SchemaNewerError)
-      const started = Date.now()
-      while (!errors.some((e) => e instanceof SchemaNewerError) && Date.now() - started < 10_000) {
-        await new Promise((resolve) => setTimeout(resolve, 50))
-      }
-      expect(errors.some((e) => e instanceof SchemaNewerError)).toBe(true)
+      await waitFor(() => errors.some((e) => e instanceof SchemaNewerError), 10_000, 'the worker to report the newer schema')
+      // Lets time pass on purpose: a worker that went on regardless would have run the job by now.
       await new Promise((resolve) => setTimeout(resolve, 300))
       expect(ran).toEqual([])
       const { rows } = await db.pool.query(`select name, state from "${schema}".jobs`)

@@ -10,9 +10,9 @@ import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '
 import pino from 'pino'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { Effects, type Logger, QueryTimeoutError, Queue, ValidationError, Worker, migrate } from '../src/index.js'
-import { buildCli, runCli } from './fixtures/cli-support.js'
-import { waitFor } from './fixtures/worker-helpers.js'
-import { type TestSchema, freshSchema } from './support/schema.js'
+import { buildCli, runCli } from './helpers/cli-support.js'
+import { waitFor } from './helpers/wait.js'
+import { type TestSchema, freshSchema } from './helpers/schema.js'
 
 const role = `pgonce_secret_${randomBytes(4).toString('hex')}`
 const password = `s3cr3t-${randomBytes(8).toString('hex')}`

@@ -3,8 +3,9 @@
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { JobCancelledError, LeaseLostError, Queue, RemoveJobError, Worker } from '../src/index.js'
-import { storedJob, waitFor, waitForState } from './fixtures/worker-helpers.js'
-import { type TestSchema, freshSchema } from './support/schema.js'
+import { storedJob, waitForState } from './helpers/jobs.js'
+import { waitFor } from './helpers/wait.js'
+import { type TestSchema, freshSchema } from './helpers/schema.js'
 
 let db: TestSchema
 
@@ -169,6 +170,7 @@ describe('pause and resume', () => {
       const a = await q.add('while-paused', { n: 1 }, { deduplication: { id: 'p', ttl: 60_000 } })
       const dup = await q.add('while-paused', { n: 2 }, { deduplication: { id: 'p', ttl: 60_000 } })
       expect(dup).toMatchObject({ id: a.id, outcome: 'duplicate-key' })
+      // Lets time pass on purpose: a worker that went on claiming would have run the job by now.
       await new Promise((r) => setTimeout(r, 1_000))
       expect(ran).toEqual(['before'])
       expect(await storedJob(db, a.id)).toMatchObject({ state: 'waiting' })

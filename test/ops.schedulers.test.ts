@@ -3,9 +3,11 @@
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { Queue, Worker } from '../src/index.js'
-import { exited, spawnFixture, waitFor } from './fixtures/worker-helpers.js'
-import { recordingPool } from './fixtures/recording-pool.js'
-import { type TestSchema, freshSchema } from './support/schema.js'
+import { sqlFor } from '../src/db/sql-files.js'
+import { exited, spawnFixture } from './helpers/processes.js'
+import { waitFor } from './helpers/wait.js'
+import { recordingPool } from './helpers/recording-pool.js'
+import { type TestSchema, freshSchema } from './helpers/schema.js'
 
 let db: TestSchema
 
@@ -24,12 +26,14 @@ describe('job schedulers', () => {
     // greatest(0, null) is 0 in PostgreSQL: the next-tick query answered 0 ms for no scheduler at all, and every
     // worker ran two scheduler statements every 5 ms (a third of a busy worker's statements in the drain benchmark).
     let looks = 0
+    const nextTick = sqlFor('next-scheduler-tick', db.schema)
     const pool = recordingPool(db, 4, (text) => {
-      if (text.startsWith('-- Milliseconds until the next tick')) looks++
+      if (text === nextTick) looks++
     })
     const worker = new Worker('sched-none', async () => {}, { pool, schema: db.schema, pollIntervalMs: 1_000, maintenanceIntervalMs: 0, migrate: false })
     try {
       await worker.run()
+      // A window of time on purpose: the looks are counted per poll interval.
       await new Promise((r) => setTimeout(r, 1_500))
       expect(looks).toBeGreaterThanOrEqual(1)
       expect(looks).toBeLessThanOrEqual(3)
@@ -47,6 +51,7 @@ describe('job schedulers', () => {
     try {
       for (const c of children) await waitFor(() => c.output().includes('ready'), 20_000, 'a worker child to start')
       await q.upsertJobScheduler('every-second', { every: 1_000 }, { name: 'tick', data: { from: 'scheduler' } })
+      // A window of time on purpose: one job per second of it.
       await new Promise((r) => setTimeout(r, 10_500))
       await q.removeJobScheduler('every-second')
       const { rows } = await db.pool.query<{ job_id: string; n: number }>(
@@ -78,7 +83,9 @@ describe('job schedulers', () => {
     try {
       // A cron pattern with seconds: both queues tick at the same instants.
       for (const q of queues) await q.upsertJobScheduler('same-id', { pattern: '* * * * * *' }, { name: 'tick' })
-      await new Promise((r) => setTimeout(r, 4_200))
+      await waitFor(async () => (await db.pool.query<{ n: number }>(
+        `select count(*)::int as n from "${db.schema}".jobs where queue = any($1) group by queue having count(*) >= 3`, [names])).rowCount === 2,
+      20_000, 'three ticks in each queue')
       for (const q of queues) await q.removeJobScheduler('same-id')
       const { rows } = await db.pool.query<{ queue: string; n: number }>(
         `select queue, count(*)::int as n from "${db.schema}".jobs where queue = any($1) group by queue order by queue`, [names])
@@ -134,6 +141,7 @@ describe('job schedulers', () => {
         }, 5_000, 'the first tick after the outage')
         const [s] = await q.getJobSchedulers()
         expect(s!.nextRunAt.getTime()).toBeGreaterThan(Date.now() - 2_000)
+        // Lets time pass on purpose: a burst of the missed ticks would have been added by now.
         await new Promise((r) => setTimeout(r, 500))
         const { rows } = await db.pool.query(`select count(*)::int as n from "${db.schema}".jobs where queue = 'sched-missed'`)
         expect(rows[0].n).toBeLessThanOrEqual(2)

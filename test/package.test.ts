@@ -8,8 +8,8 @@ import { readFileSync, readdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import webpack from 'webpack'
 import { afterAll, beforeAll, expect, it } from 'vitest'
-import { type PackedApp, filesUnder, internalMembers, markdownLinks, packAndInstall, run } from './support/packed-app.js'
-import { type TestSchema, freshSchema } from './support/schema.js'
+import { type PackedApp, filesUnder, internalMembers, markdownLinks, packAndInstall, run } from './helpers/packed-app.js'
+import { type TestSchema, freshSchema } from './helpers/schema.js'
 
 const ROOT = join(import.meta.dirname, '..')
 const TSC = join(ROOT, 'node_modules', '.bin', 'tsc')

@@ -4,7 +4,7 @@ import pg from 'pg'
 import { afterAll, beforeAll, expect, it } from 'vitest'
 import { Queue } from '../src/index.js'
 import { sqlFor } from '../src/db/sql-files.js'
-import { type TestSchema, freshSchema } from './support/schema.js'
+import { type TestSchema, freshSchema } from './helpers/schema.js'
 
 let db: TestSchema
 let adder: Queue<{ n: number }>

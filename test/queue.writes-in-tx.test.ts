@@ -2,7 +2,7 @@
 
 import { afterAll, beforeAll, expect, it } from 'vitest'
 import { Queue } from '../src/index.js'
-import { type TestSchema, freshSchema } from './support/schema.js'
+import { type TestSchema, freshSchema } from './helpers/schema.js'
 
 let db: TestSchema
 let queue: Queue<{ n: number }>

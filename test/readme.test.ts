@@ -11,7 +11,7 @@ import { join } from 'node:path'
 import { promisify } from 'node:util'
 import pg from 'pg'
 import { afterAll, beforeAll, expect, it } from 'vitest'
-import { databaseUrl } from './support/schema.js'
+import { databaseUrl } from './helpers/schema.js'
 
 const exec = promisify(execFile)
 const ROOT = join(import.meta.dirname, '..')

@@ -2,8 +2,9 @@
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { DeduplicationError, type Job, Queue } from '../src/index.js'
-import { deleteSchemaKeys, REDIS_URL, redisAvailable, schemaKeys, testClient, untilEpochSeen } from './fixtures/redis-support.js'
-import { type TestSchema, freshSchema } from './support/schema.js'
+import { deleteSchemaKeys, REDIS_URL, redisAvailable, schemaKeys, testClient, untilEpochSeen } from './helpers/redis-support.js'
+import { type TestSchema, freshSchema } from './helpers/schema.js'
+import { waitFor } from './helpers/wait.js'
 
 type Payload = { v: string }
 type Strategy = 'plain' | 'extend' | 'replace'
@@ -76,10 +77,10 @@ describe.skipIf(!ok)('the decision table (docs/deduplication.md) with the Redis 
     cached = new Side(new Queue<Payload>('twin-cached', { connectionString: db.url, schema: db.schema, redis: REDIS_URL }), db)
     // Wait for the listener to be synced: a duplicate answered from Redis.
     await cached.queue.add('warm', { v: 'w' }, { deduplication: { id: 'warm', ttl: TTL } })
-    for (let i = 0; i < 200 && cached.queue.cacheOutcomes.get('hit') === 0; i++) {
+    await waitFor(async () => {
       await cached.queue.add('warm', { v: 'w' }, { deduplication: { id: 'warm', ttl: TTL } })
-      await new Promise((r) => setTimeout(r, 10))
-    }
+      return cached.queue.cacheOutcomes.get('hit') > 0
+    }, 5_000, 'a duplicate answered from Redis')
   })
   afterAll(async () => {
     await plain?.queue.close()
@@ -171,12 +172,11 @@ describe.skipIf(!ok)('the decision table (docs/deduplication.md) with the Redis 
     const first = await cached.queue.add('push', { v: 'shape' }, { deduplication: { id: 'shape', ttl: TTL }, priority: 3, attempts: 4 })
     const fromPg = await plain.queue.add('push', { v: 'shape' }, { deduplication: { id: 'shape', ttl: TTL }, priority: 3, attempts: 4 })
     const hits = cached.queue.cacheOutcomes.get('hit')
-    let dup = await cached.queue.add('push', { v: 'other' }, { deduplication: { id: 'shape', ttl: TTL } })
-    for (let i = 0; i < 50 && cached.queue.cacheOutcomes.get('hit') === hits; i++) {
-      await new Promise((r) => setTimeout(r, 10))
-      dup = await cached.queue.add('push', { v: 'other' }, { deduplication: { id: 'shape', ttl: TTL } })
-    }
-    expect(cached.queue.cacheOutcomes.get('hit')).toBeGreaterThan(hits)
+    // Until a duplicate is answered from Redis (the entry is written in the background).
+    const dup = await waitFor(async () => {
+      const answer = await cached.queue.add('push', { v: 'other' }, { deduplication: { id: 'shape', ttl: TTL } })
+      return cached.queue.cacheOutcomes.get('hit') > hits ? answer : undefined
+    }, 5_000, 'the duplicate answered from Redis')
     const pgDup = await plain.queue.add('push', { v: 'other' }, { deduplication: { id: 'shape', ttl: TTL } })
     const shape = (j: Job<Payload>) => Object.fromEntries(Object.entries(j).filter(([k]) => !['owner', 'id', 'queue', 'runAt', 'createdAt'].includes(k)))
     expect(shape(dup)).toEqual(shape(pgDup))

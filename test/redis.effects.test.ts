@@ -3,8 +3,10 @@
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { Effects, Queue, Worker, runMaintenance } from '../src/index.js'
-import { REDIS_URL, deleteSchemaKeys, redisAvailable, testClient, until } from './fixtures/redis-support.js'
-import { type TestSchema, freshSchema } from './support/schema.js'
+import { sqlFor } from '../src/db/sql-files.js'
+import { REDIS_URL, deleteSchemaKeys, redisAvailable, testClient } from './helpers/redis-support.js'
+import { waitFor } from './helpers/wait.js'
+import { type TestSchema, freshSchema } from './helpers/schema.js'
 
 const ok = await redisAvailable('redis.effects.test.ts')
 
@@ -50,7 +52,7 @@ describe.skipIf(!ok)('effects with the Redis layer on', () => {
   /** Runs runOnce until its 'duplicate-done' comes from Redis (the entry is written in the background). */
   async function untilDoneFromRedis(k: string, work: () => void): Promise<void> {
     const hits = effects.cacheOutcomes.get('hit')
-    await until(async () => (await effects.runOnce(k, work)) === 'duplicate-done' && effects.cacheOutcomes.get('hit') > hits,
+    await waitFor(async () => (await effects.runOnce(k, work)) === 'duplicate-done' && effects.cacheOutcomes.get('hit') > hits,
       5_000, `runOnce('${k}') answered from Redis`)
   }
 
@@ -65,7 +67,10 @@ describe.skipIf(!ok)('effects with the Redis layer on', () => {
     const brief = key('done-brief')
     expect(await effects.runOnce(brief, work, { doneTtl: 500 })).toBe('ran')
     await untilDoneFromRedis(brief, work)
-    await new Promise((r) => setTimeout(r, 600))
+    // Past the marker's expiry by the database clock, with 100 ms for the Redis entry's own TTL to run out too.
+    await waitFor(async () => (await sql(
+      `select expires_at + interval '100 milliseconds' <= now() as past from $S.execution_claims where key = $1`, [brief])).rows[0]?.past === true,
+    5_000, 'the done marker to expire')
     expect(await effects.runOnce(brief, work, { doneTtl: 500 })).toBe('ran')
     expect(runs).toBe(3)
   })
@@ -74,7 +79,7 @@ describe.skipIf(!ok)('effects with the Redis layer on', () => {
     const k = key('running')
     let release!: () => void
     const holder = effects.runOnce(k, () => new Promise<void>((r) => { release = r }))
-    await until(async () => (await sql('select 1 from $S.execution_claims where key = $1', [k])).rowCount === 1, 5_000, 'the claim')
+    await waitFor(async () => (await sql('select 1 from $S.execution_claims where key = $1', [k])).rowCount === 1, 5_000, 'the claim')
     for (let i = 0; i < 5; i++) expect(await effects.runOnce(k, () => {})).toBe('duplicate-running')
     release()
     expect(await holder).toBe('ran')
@@ -86,7 +91,7 @@ describe.skipIf(!ok)('effects with the Redis layer on', () => {
     await effects.runOnce(k, () => { runs++ })
     await untilDoneFromRedis(k, () => { runs++ })
     await sql('delete from $S.execution_claims where key = $1', [k])
-    await until(async () => (await effects.runOnce(k, () => { runs++ })) === 'ran', 5_000, 'the key to run again')
+    await waitFor(async () => (await effects.runOnce(k, () => { runs++ })) === 'ran', 5_000, 'the key to run again')
     expect(runs).toBe(2)
   })
 
@@ -103,11 +108,12 @@ describe.skipIf(!ok)('effects with the Redis layer on', () => {
       queue = new Queue('redis-effects', { connectionString: db.url, schema: db.schema })
       // The worker's own pool, counting the ledger statements sent on its connections.
       workerPool = new pg.Pool({ connectionString: db.url, max: 6 })
+      const ledgerInsert = sqlFor('effects-record', db.schema)
       workerPool.on('connect', (client) => {
         const query = client.query.bind(client) as (...args: unknown[]) => unknown
         ;(client as unknown as { query: (...args: unknown[]) => unknown }).query = (...args: unknown[]) => {
           const text = typeof args[0] === 'string' ? args[0] : (args[0] as { text?: string }).text
-          if (text?.includes('insert into') && text.includes('processed_effects')) ledgerStatements++
+          if (text === ledgerInsert) ledgerStatements++
           return query(...args)
         }
       })
@@ -128,7 +134,7 @@ describe.skipIf(!ok)('effects with the Redis layer on', () => {
 
     /** Runs the job of `k` until both its pre-checks (ctx.effect, ctx.runOnce) are answered from Redis. */
     async function untilBothFromRedis(k: string): Promise<void> {
-      await until(async () => {
+      await waitFor(async () => {
         const hits = worker.cacheOutcomes.get('hit')
         await runJob(k)
         return worker.cacheOutcomes.get('hit') >= hits + 2
@@ -138,15 +144,17 @@ describe.skipIf(!ok)('effects with the Redis layer on', () => {
     async function runJob(k: string): Promise<[string, string]> {
       const before = outcomes.length
       await queue.add('charge', { k })
-      await until(() => outcomes.length > before, 10_000, 'the job to run')
+      await waitFor(() => outcomes.length > before, 10_000, 'the job to run')
       return outcomes[before] as [string, string]
     }
 
     it("answers a recorded effect and a done runOnce key from Redis: the effect is skipped without opening a transaction", async () => {
       const k = key('invoice')
+      const sentBefore = ledgerStatements
       expect(await runJob(k)).toEqual(['ran', 'ran'])
+      expect(ledgerStatements, 'the first run writes the ledger row').toBe(sentBefore + 1)
       // The entries are written in the background: the next runs are answered from Redis as soon as they are there.
-      await until(async () => {
+      await waitFor(async () => {
         const statements = ledgerStatements
         const hits = worker.cacheOutcomes.get('hit')
         const answer = await runJob(k)
@@ -155,7 +163,7 @@ describe.skipIf(!ok)('effects with the Redis layer on', () => {
       }, 5_000, 'both pre-checks answered from Redis, no ledger statement sent')
       expect(charges.filter((c) => c === k)).toHaveLength(1)
       // effects.record (any Effects with redis) answers false from the entry ctx.effect wrote.
-      await until(async () => {
+      await waitFor(async () => {
         const hits = effects.cacheOutcomes.get('hit')
         expect(await record(`charge:${k}`)).toBe(false)
         return effects.cacheOutcomes.get('hit') === hits + 1
@@ -176,7 +184,7 @@ describe.skipIf(!ok)('effects with the Redis layer on', () => {
           expect(await record(k)).toBe(true)
           // The entry as ctx.effect writes it once its transaction found the key recorded (written in the background).
           effects.repeatedEffect(k)
-          await until(async () => {
+          await waitFor(async () => {
             const hits = effects.cacheOutcomes.get('hit')
             expect(await record(k)).toBe(false)
             return effects.cacheOutcomes.get('hit') === hits + 1
@@ -208,7 +216,7 @@ describe.skipIf(!ok)('effects with the Redis layer on', () => {
       expect(await runJob(k)).toEqual(['ran', 'ran'])
       await untilBothFromRedis(k)
       await sql('delete from $S.processed_effects where effect_key = $1', [`charge:${k}`])
-      await until(async () => (await runJob(k))[0] === 'ran', 5_000, 'the effect to run again')
+      await waitFor(async () => (await runJob(k))[0] === 'ran', 5_000, 'the effect to run again')
       expect(charges.filter((c) => c === k)).toHaveLength(2)
     })
 
@@ -221,22 +229,24 @@ describe.skipIf(!ok)('effects with the Redis layer on', () => {
       const missesBefore = effects.cacheOutcomes.get('miss')
       expect(await record(`charge:${k}`)).toBe(false)
       expect(effects.cacheOutcomes.get('miss')).toBe(missesBefore + 1)
-      await new Promise((r) => setTimeout(r, 350))
+      await waitFor(async () => (await sql(`select recorded_at + interval '300 milliseconds' < now() as prunable
+        from $S.processed_effects where effect_key = $1`, [`charge:${k}`])).rows[0]?.prunable === true, 5_000, 'the row to be prunable')
       await runMaintenance({ connectionString: db.url, schema: db.schema })
       expect(await runJob(k)).toEqual(['ran', 'duplicate-done'])
 
       // Cached under a retention: answered from Redis until recorded_at + 1.5 s, then asked again.
       await effects.setLedgerRetention(1_500)
       const fresh = key('retained-fresh')
-      const recordedAt = Date.now()
       expect(await runJob(fresh)).toEqual(['ran', 'ran'])
       await untilBothFromRedis(fresh)
-      await until(async () => {
+      await waitFor(async () => {
         const hits = effects.cacheOutcomes.get('hit')
         await record(`charge:${fresh}`)
         return effects.cacheOutcomes.get('hit') > hits
       }, 1_000, 'record answered from Redis within the retention')
-      await new Promise((r) => setTimeout(r, 1_600 - (Date.now() - recordedAt)))
+      // Past recorded_at + 1.5 s by the database clock, with 100 ms for the Redis entry's own TTL to run out too.
+      await waitFor(async () => (await sql(`select recorded_at + interval '1600 milliseconds' <= now() as past
+        from $S.processed_effects where effect_key = $1`, [`charge:${fresh}`])).rows[0]?.past === true, 5_000, 'the retention to pass')
       const hits = effects.cacheOutcomes.get('hit')
       expect(await record(`charge:${fresh}`)).toBe(false)
       expect(effects.cacheOutcomes.get('hit')).toBe(hits)

@@ -4,8 +4,10 @@ import { performance } from 'node:perf_hooks'
 import { Redis } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { Effects, type Logger, Queue } from '../src/index.js'
-import { type PrivateRedis, freePort, redisAvailable, startPrivateRedis, until } from './fixtures/redis-support.js'
-import { type TestSchema, freshSchema } from './support/schema.js'
+import { type PrivateRedis, redisAvailable, startPrivateRedis } from './helpers/redis-support.js'
+import { freePort } from './helpers/ports.js'
+import { waitFor } from './helpers/wait.js'
+import { type TestSchema, freshSchema } from './helpers/schema.js'
 
 type Payload = { i: number }
 const TTL = 3_600_000
@@ -78,7 +80,7 @@ describe.skipIf(!ok)('Redis faults', () => {
   async function untilHit(queue: Queue<Payload>, key: string): Promise<void> {
     await queue.add('push', { i: 0 }, { deduplication: { id: key, ttl: TTL } })
     const hits = queue.cacheOutcomes.get('hit')
-    await until(async () => {
+    await waitFor(async () => {
       await queue.add('push', { i: 0 }, { deduplication: { id: key, ttl: TTL } })
       return queue.cacheOutcomes.get('hit') > hits
     }, 10_000, 'a duplicate answered from Redis')
@@ -111,12 +113,12 @@ describe.skipIf(!ok)('Redis faults', () => {
     await story(queue, 8)
     expect(queue.cacheOutcomes.get('fallback') + queue.cacheOutcomes.get('breaker-open') + queue.cacheOutcomes.get('unsynced')).toBeGreaterThan(0)
     await s.restart()
-    await until(async () => {
+    await waitFor(async () => {
       await checkedAdd(queue, 'after-restart', 1)
       return queue.cacheOutcomes.get('hit') > 0 && (await checkedAdd(queue, 'after-restart', 2)).outcome === 'duplicate-key'
     }, 15_000, 'the cache to work again')
     const hits = queue.cacheOutcomes.get('hit')
-    await until(async () => (await checkedAdd(queue, 'after-restart', 3)) && queue.cacheOutcomes.get('hit') > hits, 10_000, 'hits after restart')
+    await waitFor(async () => (await checkedAdd(queue, 'after-restart', 3)) && queue.cacheOutcomes.get('hit') > hits, 10_000, 'hits after restart')
     await story(queue, 6)
     expect(lines.some((l) => l.level === 'warn')).toBe(true)
   })
@@ -140,7 +142,7 @@ describe.skipIf(!ok)('Redis faults', () => {
       expect(queue.cacheOutcomes.get('breaker-open')).toBeGreaterThan(opened)
       await stalled
       const hits = queue.cacheOutcomes.get('hit')
-      await until(async () => {
+      await waitFor(async () => {
         await queue.add('push', { i: 2 }, { deduplication: { id: 'pause', ttl: TTL } })
         return queue.cacheOutcomes.get('hit') > hits
       }, 15_000, 'hits after the stall')
@@ -207,7 +209,7 @@ describe.skipIf(!ok)('Redis faults', () => {
       const lines: Line[] = []
       const queue = queueOn(s.url, lines)
       await queue.add('push', { i: 0 }, { deduplication: { id: 'lru-warm', ttl: TTL } })
-      await until(() => lines.some((l) => l.msg?.includes('maxmemory-policy')), 5_000, 'the policy warning')
+      await waitFor(() => lines.some((l) => l.msg?.includes('maxmemory-policy')), 5_000, 'the policy warning')
       await load(queue)
       await load(queue)
       const evicted = Number((await s.admin.info('stats')).match(/evicted_keys:(\d+)/)?.[1])

@@ -3,10 +3,9 @@
 import { performance } from 'node:perf_hooks'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { type Job, Queue } from '../src/index.js'
-import {
-  type QueueChild, REDIS_URL, deleteSchemaKeys, redisAvailable, spawnQueueChild, testClient, until,
-} from './fixtures/redis-support.js'
-import { type TestSchema, freshSchema } from './support/schema.js'
+import { type QueueChild, REDIS_URL, deleteSchemaKeys, redisAvailable, spawnQueueChild, testClient } from './helpers/redis-support.js'
+import { waitFor } from './helpers/wait.js'
+import { type TestSchema, freshSchema } from './helpers/schema.js'
 
 type Payload = { v: string }
 const QUEUE = 'inval'
@@ -53,7 +52,7 @@ describe.skipIf(!ok)('invalidation of cached duplicates', () => {
     const key = `${label}:${++seq}`
     const owner = await add(key, 'owner')
     const hits = queue.cacheOutcomes.get('hit')
-    await until(async () => (await add(key)).id === owner.id && queue.cacheOutcomes.get('hit') > hits, 5_000, 'a duplicate answered from Redis')
+    await waitFor(async () => (await add(key)).id === owner.id && queue.cacheOutcomes.get('hit') > hits, 5_000, 'a duplicate answered from Redis')
     return { key, owner }
   }
 
@@ -115,7 +114,9 @@ describe.skipIf(!ok)('invalidation of cached duplicates', () => {
     const extended = await queue.add('push', { v: 'x' }, { deduplication: { id: key, ttl: 300, extend: true } })
     expect(extended.outcome).toBe('extended')
     expect((await add(key)).id).toBe(owner.id)
-    await new Promise((r) => setTimeout(r, 400))
+    // Past the new expiry by the database clock, with 100 ms for the Redis entry's own TTL to run out too.
+    await waitFor(async () => (await db.pool.query(`select expires_at + interval '100 milliseconds' <= now() as expired
+      from "${db.schema}".dedup_keys where queue = $1 and key = $2`, [QUEUE, key])).rows[0]?.expired === true, 5_000, 'the shortened key to expire')
     expect((await answersAfterEnd(key, owner.id, WINDOW_MS)).stale).toBe(0)
   })
 
@@ -167,13 +168,13 @@ describe.skipIf(!ok)('invalidation of cached duplicates', () => {
     await db.pool.query('select pg_terminate_backend(pid) from pg_stat_activity where application_name = $1',
       [`pgonce-cache ${db.schema} ${process.pid}`])
     // Once it knows its listener is gone, the process stops asking Redis; the NOTIFY of this delete never reaches it.
-    await until(async () => (await add(key)).id === owner.id && queue.cacheOutcomes.get('unsynced') > unsynced, 5_000, 'the listener to be seen down')
+    await waitFor(async () => (await add(key)).id === owner.id && queue.cacheOutcomes.get('unsynced') > unsynced, 5_000, 'the listener to be seen down')
     await db.pool.query(`delete from "${db.schema}".dedup_keys where queue = $1 and key = $2`, [QUEUE, key])
     const after = await add(key, 'after')
     expect(after.outcome).toBe('added')
     // Back, synced (a hit again), and never the old owner.
     const hits = queue.cacheOutcomes.get('hit')
-    await until(async () => (await add(key)).id === after.id && queue.cacheOutcomes.get('hit') > hits, 5_000, 'hits after the reconnect')
+    await waitFor(async () => (await add(key)).id === after.id && queue.cacheOutcomes.get('hit') > hits, 5_000, 'hits after the reconnect')
   })
 
   it('a restore from backup (a key gone without triggers, epochs gone back): a fresh process and this one stop answering it', async () => {
@@ -193,14 +194,14 @@ describe.skipIf(!ok)('invalidation of cached duplicates', () => {
     try {
       // The fresh process's listener finds Redis's epochs ahead of Postgres's and bumps every bucket above them before
       // it answers anything from Redis (its first hit says it is synced).
-      await until(async () => {
+      await waitFor(async () => {
         await fresh.add('probe', { v: 'p' }, { deduplication: { id: `probe:${key}`, ttl: TTL } })
         return fresh.cacheOutcomes.get('hit') > 0
       }, 5_000, 'the fresh queue to answer from Redis')
       const first = await fresh.add('push', { v: 'fresh' }, { deduplication: { id: key, ttl: TTL } })
       expect(first.outcome).toBe('added')
       expect(first.id).not.toBe(owner.id)
-      await until(async () => (await add(key)).id === first.id, WINDOW_MS, 'this process to answer with the new owner')
+      await waitFor(async () => (await add(key)).id === first.id, WINDOW_MS, 'this process to answer with the new owner')
     } finally {
       await fresh.close()
     }

@@ -5,9 +5,10 @@ import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { Queue } from '../src/index.js'
 import {
-  type QueueChild, REDIS_URL, busyChild, deleteSchemaKeys, redisAvailable, spawnQueueChild, testClient, until, untilCached,
-} from './fixtures/redis-support.js'
-import { type TestSchema, freshSchema } from './support/schema.js'
+  type QueueChild, REDIS_URL, busyChild, deleteSchemaKeys, redisAvailable, spawnQueueChild, testClient, untilCached,
+} from './helpers/redis-support.js'
+import { type TestSchema, freshSchema } from './helpers/schema.js'
+import { waitFor } from './helpers/wait.js'
 
 type Payload = { v: string }
 const QUEUE = 'stall'
@@ -65,7 +66,7 @@ describe.skipIf(!ok)('a frozen cache listener', () => {
   /** Waits until a duplicate of `key` is answered from Redis (after a freeze: the listener is heard again). */
   async function untilAnsweredFromRedis(key: string): Promise<void> {
     await add(key, 'probe')
-    await until(async () => {
+    await waitFor(async () => {
       const hits = queue.cacheOutcomes.get('hit')
       await add(key, 'probe')
       return queue.cacheOutcomes.get('hit') > hits
@@ -113,7 +114,7 @@ describe.skipIf(!ok)('a frozen cache listener', () => {
       case 'extend': {
         // Shortened to 1 ms: once that has passed by the database clock, the key is not held.
         await withoutRedis.send({ op: 'add', key, ttl: 1, extend: true, v: 'x' })
-        await until(async () => (await db.pool.query(`select not exists (select 1 from "${db.schema}".dedup_keys
+        await waitFor(async () => (await db.pool.query(`select not exists (select 1 from "${db.schema}".dedup_keys
           where queue = $1 and key = $2 and expires_at > clock_timestamp()) as gone`, [QUEUE, key])).rows[0].gone === true, 1_000, 'the key to expire')
         return undefined
       }
@@ -165,7 +166,7 @@ describe.skipIf(!ok)('a frozen cache listener', () => {
       'select pid from pg_stat_activity where application_name = $1', [`pgonce-cache ${db.schema} ${process.pid}`])).rows.map((r) => r.pid)
     const newSession = async (known: number[]): Promise<number> => {
       let found: number | undefined
-      await until(async () => (found = (await sessions()).find((pid) => !known.includes(pid))) !== undefined, 10_000, 'a new listener session')
+      await waitFor(async () => (found = (await sessions()).find((pid) => !known.includes(pid))) !== undefined, 10_000, 'a new listener session')
       return found as number
     }
     await untilAnsweredFromRedis('before-freeze')

@@ -4,8 +4,9 @@ import { spawn } from 'node:child_process'
 import { Redis } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { Effects, Queue, ValidationError, Worker } from '../src/index.js'
-import { type PrivateRedis, redisAvailable, startPrivateRedis, until } from './fixtures/redis-support.js'
-import { type TestSchema, freshSchema } from './support/schema.js'
+import { type PrivateRedis, redisAvailable, startPrivateRedis } from './helpers/redis-support.js'
+import { waitFor } from './helpers/wait.js'
+import { type TestSchema, freshSchema } from './helpers/schema.js'
 
 const ok = await redisAvailable('redis.option.test.ts', { needsServerBinary: true })
 
@@ -59,9 +60,9 @@ describe.skipIf(!ok)('the redis option', () => {
     await queue.add('push', {}, { deduplication: { id: 'u', ttl: 60_000 } })
     await effects.runOnce('u', () => {})
     await worker.run()
-    await until(async () => (await pgonceClients()) === 3, 5_000, 'three clients of pgonce')
+    await waitFor(async () => (await pgonceClients()) === 3, 5_000, 'three clients of pgonce')
     await Promise.all([queue.close(), effects.close(), worker.close()])
-    await until(async () => (await pgonceClients()) === 0, 5_000, 'their clients to be closed')
+    await waitFor(async () => (await pgonceClients()) === 0, 5_000, 'their clients to be closed')
   })
 
   it('a client of yours is used as is and never closed', async () => {
@@ -81,7 +82,7 @@ describe.skipIf(!ok)('the redis option', () => {
   })
 
   it('without it ioredis is never imported; with a URL and no ioredis installed, the first call says what is missing', async () => {
-    const child = spawn(process.execPath, ['--import', NO_IOREDIS, '--import', 'tsx', 'test/fixtures/redis-no-ioredis.ts'], {
+    const child = spawn(process.execPath, ['--import', NO_IOREDIS, '--import', 'tsx', 'test/helpers/children/redis-no-ioredis.ts'], {
       cwd: new URL('..', import.meta.url).pathname,
       env: { ...process.env, PGONCE_URL: db.url, PGONCE_SCHEMA: db.schema },
       stdio: ['ignore', 'pipe', 'pipe'],

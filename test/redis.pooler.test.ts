@@ -3,9 +3,10 @@
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { type Logger, Queue, Worker } from '../src/index.js'
-import { type Bouncer, PGBOUNCER_INSTALL_HINT, pgbouncerBinary, startPgbouncer } from './fault/support.js'
-import { REDIS_URL, deleteSchemaKeys, redisAvailable, testClient, until } from './fixtures/redis-support.js'
-import { type TestSchema, freshSchema } from './support/schema.js'
+import { type Bouncer, PGBOUNCER_INSTALL_HINT, pgbouncerBinary, startPgbouncer } from './helpers/pgbouncer.js'
+import { REDIS_URL, deleteSchemaKeys, redisAvailable, testClient } from './helpers/redis-support.js'
+import { waitFor } from './helpers/wait.js'
+import { type TestSchema, freshSchema } from './helpers/schema.js'
 
 const ok = await redisAvailable('redis.pooler.test.ts')
 const binary = await pgbouncerBinary()
@@ -37,7 +38,7 @@ describe.skipIf(!ok || binary === null)('the Redis layer behind a transaction-mo
     const queue = new Queue('pooled', { connectionString: bouncer.url, schema: db.schema, preparedStatements: false, redis: REDIS_URL, logger })
     try {
       const first = await queue.add('push', {}, { deduplication: { id: 'k', ttl: TTL } })
-      await until(() => errors.some((m) => m.includes('does not hear NOTIFYs')), 10_000, 'the listener to give up')
+      await waitFor(() => errors.some((m) => m.includes('does not hear NOTIFYs')), 10_000, 'the listener to give up')
       for (let i = 0; i < 20; i++) expect((await queue.add('push', {}, { deduplication: { id: 'k', ttl: TTL } })).id).toBe(first.id)
       expect(await queue.removeDeduplicationKey('k')).toBe(true)
       expect((await queue.add('push', {}, { deduplication: { id: 'k', ttl: TTL } })).outcome).toBe('added')
@@ -57,11 +58,11 @@ describe.skipIf(!ok || binary === null)('the Redis layer behind a transaction-mo
     try {
       // Ready before the first add (it listens and has claimed once): the timed waits below are the job's, not the start's.
       await worker.run()
-      await until(async () => {
+      await waitFor(async () => {
         // Counted before the add: a job handed to the idle worker can run before add() returns.
         const before = done.length
         await queue.add('run', { n: before })
-        await until(() => done.length > before, 20_000, 'the job to run')
+        await waitFor(() => done.length > before, 20_000, 'the job to run')
         return worker.cacheOutcomes.get('hit') > 0
       }, 40_000, 'a runOnce answered from Redis')
       expect(done[0]).toBe('ran')

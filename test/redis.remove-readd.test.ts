@@ -4,11 +4,11 @@ import { performance } from 'node:perf_hooks'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { Queue, Worker } from '../src/index.js'
-import { waitForState } from './fixtures/worker-helpers.js'
+import { waitForState } from './helpers/jobs.js'
 import {
   type QueueChild, REDIS_URL, busyChild, deleteSchemaKeys, redisAvailable, spawnQueueChild, testClient, untilCached,
-} from './fixtures/redis-support.js'
-import { type TestSchema, freshSchema } from './support/schema.js'
+} from './helpers/redis-support.js'
+import { type TestSchema, freshSchema } from './helpers/schema.js'
 
 type Payload = { v: string }
 const QUEUE = 'readd'

@@ -3,8 +3,8 @@
 import { performance } from 'node:perf_hooks'
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { Effects, Queue, Worker, runMaintenance } from '../src/index.js'
-import { waitForState } from './fixtures/worker-helpers.js'
-import { type TestSchema, freshSchema } from './support/schema.js'
+import { waitForState } from './helpers/jobs.js'
+import { type TestSchema, freshSchema } from './helpers/schema.js'
 
 const QUEUE = 'settle'
 const TTL = 3_600_000

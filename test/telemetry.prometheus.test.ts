@@ -4,8 +4,8 @@ import { createServer } from 'node:net'
 import { afterAll, beforeAll, expect, it } from 'vitest'
 import { servePrometheus } from '../examples/prometheus.js'
 import { Queue, Worker } from '../src/index.js'
-import { type TestSchema, freshSchema } from './support/schema.js'
-import { waitForState } from './fixtures/worker-helpers.js'
+import { type TestSchema, freshSchema } from './helpers/schema.js'
+import { waitForState } from './helpers/jobs.js'
 
 let db: TestSchema
 let port: number

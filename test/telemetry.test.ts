@@ -8,8 +8,9 @@ import { type DataPoint, type Histogram, MeterProvider, MetricReader } from '@op
 import { BasicTracerProvider, InMemorySpanExporter, type ReadableSpan, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { Effects, Queue, Worker, runMaintenance } from '../src/index.js'
-import { type TestSchema, freshSchema } from './support/schema.js'
-import { waitFor, waitForState } from './fixtures/worker-helpers.js'
+import { type TestSchema, freshSchema } from './helpers/schema.js'
+import { waitFor } from './helpers/wait.js'
+import { waitForState } from './helpers/jobs.js'
 
 /** A reader the test collects from when it wants (no timer). */
 class TestReader extends MetricReader {

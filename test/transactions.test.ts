@@ -4,7 +4,7 @@ import { CompiledQuery, Kysely, PostgresDialect } from 'kysely'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { DeduplicationError, Queue } from '../src/index.js'
-import { type TestSchema, freshSchema } from './support/schema.js'
+import { type TestSchema, freshSchema } from './helpers/schema.js'
 
 let db: TestSchema
 let queue: Queue<{ n: number }>

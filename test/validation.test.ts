@@ -4,7 +4,7 @@ import { randomBytes } from 'node:crypto'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { Queue, ValidationError, migrate } from '../src/index.js'
-import { type TestSchema, freshSchema } from './support/schema.js'
+import { type TestSchema, freshSchema } from './helpers/schema.js'
 
 let db: TestSchema
 /** Works in db.schema: a rejected call must leave its rows unchanged. */

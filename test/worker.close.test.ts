@@ -2,8 +2,9 @@
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { Queue, Worker } from '../src/index.js'
-import { type TestSchema, freshSchema } from './support/schema.js'
-import { storedJob, waitFor } from './fixtures/worker-helpers.js'
+import { type TestSchema, freshSchema } from './helpers/schema.js'
+import { storedJob } from './helpers/jobs.js'
+import { waitFor } from './helpers/wait.js'
 
 let db: TestSchema
 
@@ -40,6 +41,7 @@ describe('Worker.close()', () => {
 
     let closed = false
     const closing = worker.close().then(() => (closed = true))
+    // Lets time pass on purpose: a close that did not wait for the handler would have returned by now.
     await new Promise((r) => setTimeout(r, 300))
     expect(closed).toBe(false)
     expect(finished).toBe(false)

@@ -2,8 +2,10 @@
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { Queue, Worker } from '../src/index.js'
-import { type TestSchema, freshSchema } from './support/schema.js'
-import { exited, spawnFixture, storedJob, waitFor, waitForState } from './fixtures/worker-helpers.js'
+import { type TestSchema, freshSchema } from './helpers/schema.js'
+import { exited, spawnFixture } from './helpers/processes.js'
+import { storedJob, waitForState } from './helpers/jobs.js'
+import { waitFor } from './helpers/wait.js'
 
 let db: TestSchema
 

@@ -2,8 +2,8 @@
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { Queue, Worker } from '../src/index.js'
-import { type TestSchema, freshSchema } from './support/schema.js'
-import { waitForState } from './fixtures/worker-helpers.js'
+import { type TestSchema, freshSchema } from './helpers/schema.js'
+import { waitForState } from './helpers/jobs.js'
 
 let db: TestSchema
 let queue: Queue<{ v: string }>

@@ -2,8 +2,9 @@
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { Queue } from '../src/index.js'
-import { type TestSchema, freshSchema } from './support/schema.js'
-import { exited, spawnFixture, waitFor } from './fixtures/worker-helpers.js'
+import { type TestSchema, freshSchema } from './helpers/schema.js'
+import { exited, spawnFixture } from './helpers/processes.js'
+import { waitFor } from './helpers/wait.js'
 
 let db: TestSchema
 

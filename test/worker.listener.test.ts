@@ -4,8 +4,9 @@
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { type Logger, Queue, Worker } from '../src/index.js'
-import { type TestSchema, freshSchema } from './support/schema.js'
-import { waitFor } from './fixtures/worker-helpers.js'
+import { type TestSchema, freshSchema } from './helpers/schema.js'
+import { waitFor } from './helpers/wait.js'
+import { waitForIdleSlot } from './helpers/idle-slots.js'
 
 let db: TestSchema
 
@@ -34,7 +35,8 @@ describe('Worker wake-ups', () => {
     worker.on('error', (err) => errors.push(err))
     try {
       await worker.run()
-      // Idle (its last claim was empty): only a NOTIFY can wake it within the test's time.
+      // Asleep (it holds an idle slot): only a NOTIFY can wake it within the test's time.
+      await waitForIdleSlot(db, 'listen')
       const t0 = Date.now()
       const first = await queue.add('a', {})
       await waitFor(() => started.has(first.id), 5_000, 'the first job to start on NOTIFY')
@@ -51,6 +53,7 @@ describe('Worker wake-ups', () => {
       }, 10_000, 'a new LISTEN backend')
       expect(newPid).not.toBe(oldPid)
       expect(worker.listenerPid).toBe(newPid)
+      await waitForIdleSlot(db, 'listen')
 
       const t1 = Date.now()
       const second = await queue.add('b', {})
@@ -94,8 +97,10 @@ describe('Worker wake-ups', () => {
     await client.connect()
     try {
       await worker.run()
+      await waitForIdleSlot(db, 'listen-tx')
       await client.query('begin')
       const job = await queue.add('in-tx', {}, { tx: client })
+      // Lets time pass on purpose: a wake-up sent before the commit would have started the job by now.
       await new Promise((r) => setTimeout(r, 300))
       expect(started.has(job.id)).toBe(false)
       const committedAt = Date.now()

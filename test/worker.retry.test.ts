@@ -3,8 +3,10 @@
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { Queue, RetryJobError, Worker } from '../src/index.js'
-import { type TestSchema, freshSchema } from './support/schema.js'
-import { storedJob, waitForState } from './fixtures/worker-helpers.js'
+import { type TestSchema, freshSchema } from './helpers/schema.js'
+import { storedJob, waitForState } from './helpers/jobs.js'
+import { backendPid } from './helpers/clients.js'
+import { waitUntilBlockedBehind } from './helpers/wait.js'
 
 let db: TestSchema
 let queue: Queue<{ n: number }>
@@ -150,7 +152,7 @@ describe('Worker retries', () => {
       await other.query('begin')
       await other.query(`select * from "${db.schema}".add_job(queue => 'retry', name => 'race', job_id => 'retry-race', delay_ms => 60000)`)
       const retrying = queue.retryJob(job.id).catch((e: unknown) => e)
-      await new Promise((r) => setTimeout(r, 300))
+      await waitUntilBlockedBehind(db.pool, backendPid(other), 'retryJob to wait for the uncommitted generation')
       await other.query('commit')
       const err = await retrying
       expect(err).toBeInstanceOf(RetryJobError)

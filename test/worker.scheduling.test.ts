@@ -1,10 +1,12 @@
 // Scheduling: a delayed job never starts before its run_at (database clock) yet starts soon after; due jobs start by priority, then age.
 
-import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { Queue, Worker } from '../src/index.js'
-import { type TestSchema, freshSchema } from './support/schema.js'
-import { waitFor, waitForState } from './fixtures/worker-helpers.js'
+import { sqlFor } from '../src/db/sql-files.js'
+import { recordingPool } from './helpers/recording-pool.js'
+import { type TestSchema, freshSchema } from './helpers/schema.js'
+import { waitFor } from './helpers/wait.js'
+import { waitForState } from './helpers/jobs.js'
 
 let db: TestSchema
 
@@ -60,19 +62,16 @@ describe('Worker scheduling', () => {
   })
 
   it('sleeps while idle: an empty queue costs one claim per poll, not a busy loop', async () => {
-    const pool = new pg.Pool({ connectionString: db.url, max: 4 })
-    const statements: string[] = []
-    const query = pool.query.bind(pool) as (...args: unknown[]) => Promise<unknown>
-    ;(pool as unknown as { query: (...args: unknown[]) => Promise<unknown> }).query = (config: unknown, ...rest: unknown[]) => {
-      const text = typeof config === 'string' ? config : (config as { text: string }).text
-      statements.push(text.split('\n')[0]!)
-      return query(config, ...rest)
-    }
+    let claims = 0
+    const claim = sqlFor('claim-jobs', db.schema)
+    const pool = recordingPool(db, 4, (text) => {
+      if (text === claim) claims++
+    })
     const worker = new Worker('idle', async () => {}, { pool, schema: db.schema, pollIntervalMs: 500, maintenanceIntervalMs: 0, migrate: false })
     try {
       await worker.run()
+      // A window of time on purpose: the claims are counted per poll interval.
       await new Promise((r) => setTimeout(r, 1_600))
-      const claims = statements.filter((t) => t.startsWith('-- Claims')).length
       // The first claim, one more once the idle slot is taken, the settle polls (25, 50, 100, 200 and 400 ms after it),
       // then one per 500 ms poll: about 10, never hundreds.
       expect(claims).toBeGreaterThanOrEqual(4)

@@ -2,8 +2,9 @@
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { Effects, Queue, Worker } from '../src/index.js'
-import { type TestSchema, freshSchema } from './support/schema.js'
-import { waitFor, waitForState } from './fixtures/worker-helpers.js'
+import { type TestSchema, freshSchema } from './helpers/schema.js'
+import { storedJob, waitForState } from './helpers/jobs.js'
+import { waitFor } from './helpers/wait.js'
 
 let db: TestSchema
 let queue: Queue<{ n: number }>

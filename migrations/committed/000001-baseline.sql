@@ -1,5 +1,5 @@
 --! Previous: -
---! Hash: sha1:7db25693c2f89813d25cf67cd5144c201e92267c
+--! Hash: sha1:7df7df0a9c608cadfe93e4aaf5511697b0c7e5ae
 --! Message: baseline
 
 -- pgonce's schema, whole, in reading order: the types, the tables (with their autovacuum settings), the rules every
@@ -11,7 +11,7 @@
 -- :PGONCE_SCHEMA is replaced by the (allow-listed, quoted) schema name, and :PGONCE_CHANNEL by the LISTEN/NOTIFY
 -- channel of that schema (a string literal), by pgonce's runner and by graphile-migrate (.gmrc).
 --
--- This baseline replaced the development history of the schema: test/fixtures/legacy-migrations holds it, and
+-- This baseline replaced the development history of the schema: test/helpers/legacy-migrations holds it, and
 -- test/migrate.baseline.test.ts checks that both build the same catalog.
 
 create schema if not exists :PGONCE_SCHEMA;
@@ -706,9 +706,9 @@ $$;
 -- and its dependsOn parents (FOR SHARE, as _admit_one takes them), then the dedup_keys rows of the keys it replaces or
 -- extends, in their owners' id order. A worker's multi-row statements lock job rows in ascending id, and a
 -- completion's jobs_finished trigger then deletes the finished jobs' no-TTL keys; items locking in input order
--- deadlocked with them (test/queue.add-bulk-lock-order.test.ts). An owner read here may change before its item is
--- decided (a single add takes no batch lock): the items still decide on what they read then; these locks only set
--- the order.
+-- deadlocked with them (test/mechanisms/queue.add-bulk-lock-order.test.ts). An owner read here may change before its
+-- item is decided (a single add takes no batch lock): the items still decide on what they read then; these locks only
+-- set the order.
 create function :PGONCE_SCHEMA._lock_batch_rows(
   p_queue text, p_dedup_ids text[], p_extends boolean[], p_replaces boolean[], p_depends_on text[]
 ) returns void
@@ -741,12 +741,12 @@ begin
 end
 $$;
 
--- The locks an add takes before it decides, the same for a single add and a batch (a single replace that locked the
--- key row before its owner deadlocked against a batch: test/queue.add-lock-order.test.ts): first the sorted advisory
--- locks on its keys and jobIds (when two items could meet in one batch, or an item extends or replaces its key: the
--- owner read before its row is locked then cannot change under a concurrent replace), then, when an item extends,
--- replaces or depends, its rows in the workers' order (_lock_batch_rows()). Planned with sequential scans priced out,
--- as _admit_one().
+-- The locks an add takes before it decides, the same for a single add and a batch (a single replace that locked the key
+-- row before its owner deadlocked against a batch: test/mechanisms/queue.add-lock-order.test.ts): first the sorted
+-- advisory locks on its keys and jobIds (when two items could meet in one batch, or an item extends or replaces its
+-- key: the owner read before its row is locked then cannot change under a concurrent replace), then, when an item
+-- extends, replaces or depends, its rows in the workers' order (_lock_batch_rows()). Planned with sequential scans
+-- priced out, as _admit_one().
 create function :PGONCE_SCHEMA._lock_admission(p_queue text, p_job_ids text[], p_dedup_ids text[], p_extends boolean[],
   p_replaces boolean[], p_depends_on text[]) returns void
 language plpgsql volatile set enable_seqscan = off as $$

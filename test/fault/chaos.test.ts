@@ -6,8 +6,8 @@
 import { spawn } from 'node:child_process'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
-import { databaseUrl } from '../support/schema.js'
-import { repoRoot } from './support.js'
+import { databaseUrl } from '../helpers/schema.js'
+import { repoRoot } from '../helpers/processes.js'
 
 describe('npm run chaos (CHAOS_SECONDS=30)', () => {
   it('ends with lost=0 duplicated=0 crashed=0', async () => {

@@ -7,8 +7,8 @@
 // so a terminated backend never escapes as an uncaught 'error' event.
 
 import { describe, expect, it } from 'vitest'
-import { databaseUrl } from '../support/schema.js'
-import { exited, spawnFixture } from './support.js'
+import { databaseUrl } from '../helpers/schema.js'
+import { exited, spawnFixture } from '../helpers/processes.js'
 
 describe('a client handed over by the pool while its backend is terminated', () => {
   it('never crashes the process (withClient listens from the hand-over on)', async () => {

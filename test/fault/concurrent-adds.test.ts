@@ -10,8 +10,8 @@
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { type Job, Queue } from '../../src/index.js'
-import { type TestSchema, freshSchema, namedSessionUrl } from '../support/schema.js'
-import { waitFor } from './support.js'
+import { type TestSchema, freshSchema, namedSessionUrl } from '../helpers/schema.js'
+import { waitFor } from '../helpers/wait.js'
 
 let db: TestSchema
 let queue: Queue

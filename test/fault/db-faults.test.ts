@@ -9,8 +9,11 @@
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { Queue, migrate } from '../../src/index.js'
-import { type TestSchema, freshSchema } from '../support/schema.js'
-import { type Child, type Cluster, clusterUnavailable, createCluster, exited, notSurviving, spawnFixture, terminate, waitFor } from './support.js'
+import { type TestSchema, freshSchema } from '../helpers/schema.js'
+import { type Child, exited, notSurviving, spawnFixture } from '../helpers/processes.js'
+import { type Cluster, clusterUnavailable, createCluster } from '../helpers/clusters.js'
+import { terminate } from '../helpers/clients.js'
+import { waitFor } from '../helpers/wait.js'
 
 const TABLES = (s: string) => `
   create table ${s}.runs (job_id bigint not null, attempt int not null, pid int not null, at timestamptz not null default clock_timestamp());
@@ -180,10 +183,12 @@ describe('PostgreSQL restarted under load (restart -m immediate)', async () => {
       })()
       await waitFor(async () => (await one<{ n: number }>(pool, `select count(*)::int as n from ${schema}.jobs where state = 'active'`)).n > 0,
         10_000, 'jobs in flight')
+      // Lets the load run on purpose (more jobs in flight); nothing here races.
       await new Promise((r) => setTimeout(r, 500))
       const { rows: inFlight } = await pool.query<{ id: string }>(`select id::text from ${schema}.jobs where state = 'active'`)
       await cluster.restartImmediate()
-      await new Promise((r) => setTimeout(r, 1_500))
+      const ackedAtRestart = acked.length
+      await waitFor(() => acked.length >= ackedAtRestart + 10, 30_000, 'adds acknowledged again after the restart')
       producing = false
       await producer
       expect(acked.length).toBeGreaterThan(20)

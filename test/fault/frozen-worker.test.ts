@@ -7,8 +7,9 @@
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { Queue, Worker, runMaintenance } from '../../src/index.js'
-import { type TestSchema, freshSchema, namedSessionUrl } from '../support/schema.js'
-import { type Child, exited, spawnFixture, waitFor } from './support.js'
+import { type TestSchema, freshSchema, namedSessionUrl } from '../helpers/schema.js'
+import { type Child, exited, spawnFixture } from '../helpers/processes.js'
+import { waitFor } from '../helpers/wait.js'
 
 let db: TestSchema
 

@@ -7,8 +7,9 @@
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { Queue, Worker } from '../../src/index.js'
-import { type TestSchema, freshSchema } from '../support/schema.js'
-import { backendPid, connectClient, releaseClient, waitFor } from './support.js'
+import { type TestSchema, freshSchema } from '../helpers/schema.js'
+import { backendPid, connectClient, releaseClient } from '../helpers/clients.js'
+import { waitFor } from '../helpers/wait.js'
 
 const HOLD_MS = 12_000
 

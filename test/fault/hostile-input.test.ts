@@ -6,8 +6,8 @@
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { Queue, ValidationError, Worker } from '../../src/index.js'
-import { type TestSchema, freshSchema } from '../support/schema.js'
-import { waitFor } from './support.js'
+import { type TestSchema, freshSchema } from '../helpers/schema.js'
+import { waitFor } from '../helpers/wait.js'
 
 let db: TestSchema
 let queue: Queue<unknown>

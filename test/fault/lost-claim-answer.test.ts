@@ -8,8 +8,9 @@ import { type Socket, connect, createServer } from 'node:net'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { Queue, Worker } from '../../src/index.js'
-import { type TestSchema, freshSchema, namedSessionUrl } from '../support/schema.js'
-import { terminate, waitFor } from './support.js'
+import { type TestSchema, freshSchema, namedSessionUrl } from '../helpers/schema.js'
+import { terminate } from '../helpers/clients.js'
+import { waitFor } from '../helpers/wait.js'
 
 let db: TestSchema
 

@@ -10,8 +10,10 @@
 import { spawnSync } from 'node:child_process'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { Queue, Worker } from '../../src/index.js'
-import { exited, spawnFixture, waitFor, waitForState } from '../fixtures/worker-helpers.js'
-import { type TestSchema, freshSchema } from '../support/schema.js'
+import { exited, spawnFixture } from '../helpers/processes.js'
+import { waitFor } from '../helpers/wait.js'
+import { waitForState } from '../helpers/jobs.js'
+import { type TestSchema, freshSchema } from '../helpers/schema.js'
 
 const IPTABLES_INSTALL_HINT = 'apt-get install -y iptables (and run the tests as root)'
 const iptables = spawnSync('iptables', ['-w', '-L', 'OUTPUT', '-n'], { stdio: 'ignore' }).status === 0

@@ -9,8 +9,10 @@
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { Effects, Queue, SetupError, Worker, runMaintenance } from '../../src/index.js'
-import { type TestSchema, freshSchema } from '../support/schema.js'
-import { type Bouncer, PGBOUNCER_INSTALL_HINT, pgbouncerBinary, startPgbouncer, waitFor } from './support.js'
+import { type TestSchema, freshSchema } from '../helpers/schema.js'
+import { type Bouncer, PGBOUNCER_INSTALL_HINT, pgbouncerBinary, startPgbouncer } from '../helpers/pgbouncer.js'
+import { waitFor } from '../helpers/wait.js'
+import { waitForIdleSlot } from '../helpers/idle-slots.js'
 
 const binary = await pgbouncerBinary()
 const required = process.env.REQUIRE_PGBOUNCER === '1'
@@ -104,9 +106,9 @@ describe.skipIf(binary === null)(`through PgBouncer in transaction mode${binary 
       `select count(*)::int as n from "${db.schema}".processed_effects where effect_key like 'bouncer:%'`)
     expect(rows[0]!.n).toBe(40)
     expect((await q.getJob(jobs[7]!.id))?.result).toBe(7)
-    // Idle now: only a NOTIFY (sent by an add through the bouncer, heard on the direct LISTEN connection) can start the
+    // Asleep now: only a NOTIFY (sent by an add through the bouncer, heard on the direct LISTEN connection) can start the
     // next job within the minute-long poll.
-    await new Promise((r) => setTimeout(r, 300))
+    await waitForIdleSlot(db, 'bouncer-work')
     const t0 = Date.now()
     const ping = await q.add('w', { n: 1000 })
     await waitFor(() => started.has(ping.id), 5_000, 'the job added through the bouncer to wake the worker')
@@ -126,6 +128,8 @@ describe.skipIf(binary === null)(`through PgBouncer in transaction mode${binary 
     closers.push(() => worker.close())
     await worker.run()
     expect(worker.listenerPid).toBeNull()
+    // Lets time pass on purpose: the worker's first claims find the queue empty, so that a poll finds the job (any
+    // claim would run it: nothing here races).
     await new Promise((r) => setTimeout(r, 300))
     const job = await q.add('p', {})
     await waitFor(() => seen.has(job.id), 5_000, 'the poll to find the job')

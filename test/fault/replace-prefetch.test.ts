@@ -6,8 +6,9 @@
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { Queue, Worker } from '../../src/index.js'
-import { type TestSchema, freshSchema } from '../support/schema.js'
-import { cpuLoad, waitFor } from './support.js'
+import { type TestSchema, freshSchema } from '../helpers/schema.js'
+import { cpuLoad } from '../helpers/processes.js'
+import { waitFor } from '../helpers/wait.js'
 
 let db: TestSchema
 let stopLoad: () => void = () => {}

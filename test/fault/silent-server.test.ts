@@ -6,9 +6,9 @@
 
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { DatabaseTimeoutError, Effects, Queue, Worker } from '../../src/index.js'
-import { type TestSchema, freshSchema } from '../support/schema.js'
-import { type Silent, type StallingProxy, blackHole, stallingProxy } from './silent-server.js'
-import { waitFor } from './support.js'
+import { type TestSchema, freshSchema } from '../helpers/schema.js'
+import { type Silent, type StallingProxy, blackHole, stallingProxy } from '../helpers/silent-server.js'
+import { waitFor } from '../helpers/wait.js'
 
 const PASSWORD = 's3cr3t-pw'
 /** Short bounds: connects give up after 300 ms, answers after 300 ms + the 2 s grace. */

@@ -10,8 +10,9 @@ import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import * as pgonce from '../../src/index.js'
 import { Queue, Worker } from '../../src/index.js'
-import { type TestSchema, freshSchema } from '../support/schema.js'
-import { connectClient, releaseClient, waitFor } from './support.js'
+import { type TestSchema, freshSchema } from '../helpers/schema.js'
+import { connectClient, releaseClient } from '../helpers/clients.js'
+import { waitFor } from '../helpers/wait.js'
 
 let db: TestSchema
 let holder: pg.Client

@@ -8,8 +8,9 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { Queue, Worker, runMaintenance } from '../../src/index.js'
 import { sqlFor } from '../../src/db/sql-files.js'
 import { newTokenPrefix } from '../../src/worker/job-store.js'
-import { type TestSchema, freshSchema } from '../support/schema.js'
-import { type Child, exited, notSurviving, spawnFixture, waitFor } from './support.js'
+import { type TestSchema, freshSchema } from '../helpers/schema.js'
+import { type Child, exited, notSurviving, spawnFixture } from '../helpers/processes.js'
+import { waitFor } from '../helpers/wait.js'
 
 let db: TestSchema
 const children: Child[] = []

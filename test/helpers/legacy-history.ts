@@ -1,4 +1,4 @@
-// The migration history the baseline replaced (test/fixtures/legacy-migrations), applied as pgonce's runner applied it.
+// The migration history the baseline replaced (test/helpers/legacy-migrations), applied as pgonce's runner applied it.
 
 import { fileURLToPath } from 'node:url'
 import type pg from 'pg'
@@ -10,7 +10,7 @@ import { type CommittedMigration, readMigrations } from '../../src/migrate/migra
  * migration folded into the baseline since, as the further steps they were written as.
  */
 export function legacyMigrations(): CommittedMigration[] {
-  return readMigrations(fileURLToPath(new URL('../fixtures/legacy-migrations/', import.meta.url)))
+  return readMigrations(fileURLToPath(new URL('./legacy-migrations/', import.meta.url)))
 }
 
 /**
