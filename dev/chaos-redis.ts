@@ -27,7 +27,7 @@ export const cacheListenerPattern = (schema: string): string => `pgonce-cache ${
 
 /** CHAOS_ROLE=remover: removes the keys named on stdin (one JSON line each), answering `{ tag, removed }` or `{ tag, error }`. */
 export async function runRemover(): Promise<void> {
-  const queue = new Queue('chaos', { connectionString: process.env.CHAOS_URL as string, schema: process.env.CHAOS_SCHEMA as string, migrate: false })
+  const queue = new Queue('chaos', { connectionString: process.env.CHAOS_URL, schema: process.env.CHAOS_SCHEMA, migrate: false })
   const lines = createInterface({ input: process.stdin })
   lines.on('line', (line) => {
     const { tag, key } = JSON.parse(line) as { tag: number; key: string }

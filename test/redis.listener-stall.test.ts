@@ -34,7 +34,7 @@ describe.skipIf(!ok)('a frozen cache listener', () => {
     // Few connections each: the test server is shared (max_connections).
     sql = new pg.Pool({ connectionString: db.url, max: 2 })
     redis = testClient(REDIS_URL as string)
-    queue = new Queue<Payload>(QUEUE, { connectionString: db.url, schema: db.schema, redis: REDIS_URL as string, migrate: false, poolSize: 3 })
+    queue = new Queue<Payload>(QUEUE, { connectionString: db.url, schema: db.schema, redis: REDIS_URL, migrate: false, poolSize: 3 })
     withoutRedis = await spawnQueueChild({ PGONCE_URL: db.url, PGONCE_SCHEMA: db.schema, QUEUE })
     await withoutRedis.send({ op: 'ping' })
     load = busyChild()
@@ -177,7 +177,7 @@ describe.skipIf(!ok)('a frozen cache listener', () => {
       const replacement = await newSession([frozen])
       await untilAnsweredFromRedis('after-replace')
 
-      const other = new Queue<Payload>(QUEUE, { connectionString: db.url, schema: db.schema, redis: REDIS_URL as string, migrate: false, poolSize: 2 })
+      const other = new Queue<Payload>(QUEUE, { connectionString: db.url, schema: db.schema, redis: REDIS_URL, migrate: false, poolSize: 2 })
       await other.add('push', { v: 'o' }, { deduplication: { id: 'other', ttl: TTL } })
       const others = await newSession([frozen, replacement])
       process.kill(others, 'SIGSTOP')

@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { Effects, Queue, Worker } from '../src/index.js'
 import { type TestSchema, freshSchema } from './helpers/schema.js'
-import { storedJob, waitForState } from './helpers/jobs.js'
+import { waitForState } from './helpers/jobs.js'
 import { waitFor } from './helpers/wait.js'
 
 let db: TestSchema

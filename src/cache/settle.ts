@@ -1,6 +1,6 @@
 // Waiting out the cache listeners' lease after a commit that ended cached facts Redis was not told of (docs/redis.md): what makes such a change true for every process once pgonce reports it.
 
-import { type AdmissionRow, type AnswerRow, admissionFromAnswer } from '../admission/answers.js'
+import { type AnswerRow, admissionFromAnswer } from '../admission/answers.js'
 import type { KeyedAdmission } from '../admission/admit.js'
 import { addJobParams } from '../admission/params.js'
 import type { Execute } from '../db/executor.js'
@@ -46,5 +46,5 @@ export const settledEndingAdmission: KeyedAdmission = async (t, req, inPostgres)
   const [row] = await t.execute<AnswerRow & SettleRow>(prepared('add-job-ending', t.schema), addJobParams(t.queue, req))
   const answer = row as AnswerRow & SettleRow
   await settle(settleOf([answer]))
-  return admissionFromAnswer(answer, req, t.queue) as AdmissionRow
+  return admissionFromAnswer(answer, req, t.queue)
 }

@@ -66,7 +66,7 @@ export async function startPgbouncer(binary: string, target: string, poolSize: n
     await waitForPort(port, 10_000)
   } catch (err) {
     child.kill('SIGKILL')
-    throw new Error(`pgbouncer did not start: ${(err as Error).message}\n${log}`)
+    throw new Error(`pgbouncer did not start: ${(err as Error).message}\n${log}`, { cause: err })
   }
   const url = `postgres://${encodeURIComponent(user)}@127.0.0.1:${port}/${encodeURIComponent(database)}`
   return {
