@@ -23,9 +23,10 @@ export default defineConfig(
     },
   },
   {
-    // The project's file size: a room much larger than its neighbours is asking to be split.
+    // The project's file size: a room much larger than its neighbours is asking to be split. Lines of code, so that
+    // neither the formatter's wrapping nor a comment that says why pushes a file over.
     files: ['src/**/*.ts'],
-    rules: { 'max-lines': ['error', { max: 300 }] },
+    rules: { 'max-lines': ['error', { max: 300, skipBlankLines: true, skipComments: true }] },
   },
   {
     // Tests read columns straight off pg's rows, which pg types as `any`.

@@ -24,8 +24,6 @@ const RETRY_MS = 1_000
 const INVALIDATE_EVERY_MS = 60_000
 /** Background Redis commands (the epoch copies, the checks at a sync) may take this long. */
 const BACKGROUND_TIMEOUT_MS = 500
-/** How long ending a session may take before its socket is destroyed (a frozen backend never answers a goodbye). */
-const END_WAIT_MS = 1_000
 /** The longest a statement of the session may take (its waits are for other statements' commits). */
 const QUERY_TIMEOUT_MS = 10_000
 
@@ -53,7 +51,7 @@ interface EpochRow {
  */
 export class EpochListener {
   private readonly known = new Array<number>(BUCKETS).fill(0)
-  private client: pg.Client | null = null
+  private client: PgonceClient | null = null
   private syncedNow = false
   /** The server start time of the last sync (as text, as stored in Redis). */
   private serverStarted: string | null = null
@@ -84,7 +82,9 @@ export class EpochListener {
   ) {
     this.lease = new ListenerLease(schema, pool, (client) => this.stalled(client), logger)
     // A probe that cannot be sent counts as unheard: the layer stays off Redis until the next sync.
-    this.probe = new NotifyProbe('!cache probe ', (payload) => pool(sqlFor('notify-probe', schema), [payload]).catch(() => {}))
+    this.probe = new NotifyProbe('!cache probe ', (payload) =>
+      pool(sqlFor('notify-probe', schema), [payload]).catch(() => {}),
+    )
   }
 
   /** True while the epochs below are current (see the class comment). */
@@ -129,7 +129,8 @@ export class EpochListener {
     this.client = null
     this.syncedNow = false
     await this.lease.unregister(this.pool)
-    if (client !== null) await endSession(client)
+    // end() drops the socket when the goodbye goes unanswered (a frozen backend): never waits for ever.
+    await client?.end().catch(() => {})
   }
 
   private async connect(): Promise<void> {
@@ -162,11 +163,12 @@ export class EpochListener {
       client.removeAllListeners('end')
       // Lost meanwhile (a stall, an error): lost() has already scheduled the next session, which must be left alone.
       if (adopted && this.client !== client) return
-      if (!this.stopped) this.logger.warn({ err }, 'pgonce: cache listener could not start; answering from Postgres until it does')
+      if (!this.stopped)
+        this.logger.warn({ err }, 'pgonce: cache listener could not start; answering from Postgres until it does')
       this.client = null
       this.lease.detach(client)
       this.syncedNow = false
-      await endSession(client)
+      await client.end().catch(() => {})
       this.scheduleReconnect()
       return
     }
@@ -194,8 +196,16 @@ export class EpochListener {
   private copyHeard(): void {
     const heard = [...this.toCopy]
     this.toCopy.clear()
-    void this.gate.run('raise epochs', () => raiseEpochs(this.redis, heard.map(([b]) => this.names.epoch(b)), heard.map(([, e]) => e)),
-      BACKGROUND_TIMEOUT_MS)
+    void this.gate.run(
+      'raise epochs',
+      () =>
+        raiseEpochs(
+          this.redis,
+          heard.map(([b]) => this.names.epoch(b)),
+          heard.map(([, e]) => e),
+        ),
+      BACKGROUND_TIMEOUT_MS,
+    )
   }
 
   /** Reads every epoch again: after a '!cache *' (`unsync`: answers from Redis stop until it is done), and on the poll. */
@@ -234,8 +244,11 @@ export class EpochListener {
     if (!(await this.probe.hears())) {
       if (this.client !== client) return
       this.syncedNow = false
-      this.logger.error({ channel: this.channel }, 'pgonce: the cache listener does not hear NOTIFYs sent from other connections '
-        + '(a transaction-mode pooler?); answering from Postgres only (docs/redis.md)')
+      this.logger.error(
+        { channel: this.channel },
+        'pgonce: the cache listener does not hear NOTIFYs sent from other connections ' +
+          '(a transaction-mode pooler?); answering from Postgres only (docs/redis.md)',
+      )
       this.scheduleResync(PROBE_RETRY_MS)
       return
     }
@@ -243,8 +256,11 @@ export class EpochListener {
       if (this.client !== client) return
       // What Redis and this process knew, read before Postgres: a bump committed meanwhile cannot look like a step back.
       const seen = this.known.slice()
-      const stored = await this.gate.run('read epoch keys',
-        () => this.redis.mget(this.names.server(), ...this.known.map((_, b) => this.names.epoch(b))), BACKGROUND_TIMEOUT_MS)
+      const stored = await this.gate.run(
+        'read epoch keys',
+        () => this.redis.mget(this.names.server(), ...this.known.map((_, b) => this.names.epoch(b))),
+        BACKGROUND_TIMEOUT_MS,
+      )
       if (stored === FAILED) {
         // Redis cannot be read (so nothing can be answered from it): try again shortly.
         this.syncedNow = false
@@ -254,13 +270,17 @@ export class EpochListener {
       const sent = this.clock.mark()
       const { rows } = await client.query<EpochRow>(sqlFor('cache-epochs', this.schema), [null])
       const first = rows[0]
-      if (first === undefined || rows.length !== BUCKETS) throw new Error(`pgonce: ${this.schema}.cache_epochs has ${rows.length} rows, not ${BUCKETS}`)
+      if (first === undefined || rows.length !== BUCKETS)
+        throw new Error(`pgonce: ${this.schema}.cache_epochs has ${rows.length} rows, not ${BUCKETS}`)
       this.clock.sample(sent, first.now_ms)
       const started = String(first.server_started_ms)
       // A server started anew since this process or Redis saw it (a restart, a failover, a restore), unless Redis has
       // the new start already: whoever wrote it there bumped every epoch before.
       const mark = stored[0] ?? null
-      const restarted = round === 0 && mark !== started && (mark !== null || (this.serverStarted !== null && this.serverStarted !== started))
+      const restarted =
+        round === 0 &&
+        mark !== started &&
+        (mark !== null || (this.serverStarted !== null && this.serverStarted !== started))
       let floor = 0
       let wentBack = false
       for (const r of rows) {
@@ -273,11 +293,17 @@ export class EpochListener {
         this.syncedNow = false
         if (wentBack && (round > 0 || Date.now() - this.invalidatedAt < INVALIDATE_EVERY_MS)) {
           // Epochs that keep going back: two databases sharing this Redis namespace, or a bug. Nothing from Redis meanwhile.
-          this.logger.error({ floor }, 'pgonce: cache epochs in Postgres keep falling behind those in Redis; not using Redis for a minute')
+          this.logger.error(
+            { floor },
+            'pgonce: cache epochs in Postgres keep falling behind those in Redis; not using Redis for a minute',
+          )
           this.scheduleResync(INVALIDATE_EVERY_MS)
           return
         }
-        this.logger.info({ serverStarted: started, floor }, 'pgonce: new server or restored database; bumping every cache epoch')
+        this.logger.info(
+          { serverStarted: started, floor },
+          'pgonce: new server or restored database; bumping every cache epoch',
+        )
         this.invalidatedAt = Date.now()
         await client.query(sqlFor('cache-invalidate', this.schema), [floor])
         continue
@@ -285,10 +311,19 @@ export class EpochListener {
       for (const r of rows) this.known[r.bucket] = Math.max(this.known[r.bucket] as number, Number(r.epoch))
       this.serverStarted = started
       // For the others (their next pre-check sees these epochs); this process's own reads do not depend on it.
-      await this.gate.run('copy epochs', () => Promise.all([
-        this.redis.set(this.names.server(), started),
-        raiseEpochs(this.redis, rows.map((r) => this.names.epoch(r.bucket)), rows.map((r) => Number(r.epoch))),
-      ]), BACKGROUND_TIMEOUT_MS)
+      await this.gate.run(
+        'copy epochs',
+        () =>
+          Promise.all([
+            this.redis.set(this.names.server(), started),
+            raiseEpochs(
+              this.redis,
+              rows.map((r) => this.names.epoch(r.bucket)),
+              rows.map((r) => Number(r.epoch)),
+            ),
+          ]),
+        BACKGROUND_TIMEOUT_MS,
+      )
       this.syncedNow = this.client === client
       // Every bump committed before `sent` is in what was read, and the later ones come by NOTIFY on this session.
       if (this.syncedNow) this.lease.synced(client, sent)
@@ -303,12 +338,16 @@ export class EpochListener {
   }
 
   private lost(client: pg.Client, err: Error | undefined): void {
-    if (client !== this.client || this.stopped) return
+    const current = this.client
+    if (current === null || client !== current || this.stopped) return
     this.client = null
     this.syncedNow = false
     this.lease.detach(client)
-    this.logger.warn({ err }, 'pgonce: cache listener lost its connection; answering from Postgres until it is back and synced')
-    void endSession(client)
+    this.logger.warn(
+      { err },
+      'pgonce: cache listener lost its connection; answering from Postgres until it is back and synced',
+    )
+    void current.end().catch(() => {})
     clearInterval(this.pollTimer)
     this.scheduleReconnect()
   }
@@ -325,13 +364,4 @@ export class EpochListener {
     this.reconnectTimer.unref?.()
     this.retryMs = Math.min(this.retryMs * 2, MAX_RETRY_MS)
   }
-}
-
-/** Ends a session, destroying its socket when the goodbye goes unanswered (a frozen backend): never waits for ever. */
-async function endSession(client: pg.Client): Promise<void> {
-  let timer: NodeJS.Timeout | undefined
-  const ended = client.end().catch(() => {})
-  await Promise.race([ended, new Promise((r) => (timer = setTimeout(r, END_WAIT_MS)))])
-  clearTimeout(timer)
-  client.connection.stream.destroy()
 }
