@@ -42,7 +42,9 @@ export async function checkOutBaseline(ref: string, log: (message: string) => vo
   } catch {
     lockfileDiffers = true
   }
-  log(`baseline ${ref} = ${short}, checked out in ${dir}${lockfileDiffers ? ' (its package-lock.json differs from ours: it runs on our node_modules)' : ''}`)
+  log(
+    `baseline ${ref} = ${short}, checked out in ${dir}${lockfileDiffers ? ' (its package-lock.json differs from ours: it runs on our node_modules)' : ''}`,
+  )
   process.env[BASELINE_ROOT_ENV] = `${dir}/`
   process.env[BASELINE_SHA_ENV] = short
   return {

@@ -47,11 +47,18 @@ function numberFrom(env: NodeJS.ProcessEnv, name: string, fallback: number): num
   const raw = env[name]?.trim()
   if (!raw) return fallback
   const value = Number(raw)
-  if (!Number.isFinite(value) || value < 0) throw new Error(`${name} must be a non-negative number, got ${JSON.stringify(raw)}`)
+  if (!Number.isFinite(value) || value < 0)
+    throw new Error(`${name} must be a non-negative number, got ${JSON.stringify(raw)}`)
   return value
 }
 
-const list = (raw: string | undefined): string[] | null => (raw?.trim() ? raw.split(',').map((s) => s.trim()).filter(Boolean) : null)
+const list = (raw: string | undefined): string[] | null =>
+  raw?.trim()
+    ? raw
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean)
+    : null
 
 export function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): RunSettings {
   const scale = numberFrom(env, 'BENCH_SCALE', 1)
@@ -59,9 +66,11 @@ export function settingsFromEnv(env: NodeJS.ProcessEnv = process.env): RunSettin
   const scaled = (n: number, min: number): number => Math.max(min, Math.round(n * scale))
   const w8Queued = Math.round(1_000_000 * numberFrom(env, 'BENCH_W8_SCALE', scale))
   const modes = list(env.BENCH_MODES?.toLowerCase()) ?? [...MODES]
-  for (const m of modes) if (!(MODES as readonly string[]).includes(m)) throw new Error(`BENCH_MODES: unknown mode ${m}`)
+  for (const m of modes)
+    if (!(MODES as readonly string[]).includes(m)) throw new Error(`BENCH_MODES: unknown mode ${m}`)
   const rounds = numberFrom(env, 'BENCH_ROUNDS', 6)
-  if (rounds === 1 || !Number.isInteger(rounds)) throw new Error('BENCH_ROUNDS must be 0 (none) or a whole number of at least 2')
+  if (rounds === 1 || !Number.isInteger(rounds))
+    throw new Error('BENCH_ROUNDS must be 0 (none) or a whole number of at least 2')
   return {
     sizes: {
       w1Adds: scaled(5000, 100),

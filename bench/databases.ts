@@ -20,7 +20,9 @@ export async function dropDatabase(serverUrl: string, name: string): Promise<voi
     // Wait (briefly) for the database's sessions to go; force only what is left after that.
     for (let i = 0; i < 100; i++) {
       const { rows } = await client.query<{ n: number }>(
-        'select count(*)::int as n from pg_stat_activity where datname = $1 and pid <> pg_backend_pid()', [name])
+        'select count(*)::int as n from pg_stat_activity where datname = $1 and pid <> pg_backend_pid()',
+        [name],
+      )
       if (rows[0]?.n === 0) break
       await new Promise((resolve) => setTimeout(resolve, 20))
     }

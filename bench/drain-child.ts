@@ -61,10 +61,14 @@ async function drain(task: DrainTask): Promise<DrainReport> {
       await within(targetReached, task.deadlineMs, `${task.target} jobs to start`)
       end = performance.now()
       if (task.waitForCompletion) {
-        await pollUntil(async () => {
-          polls++
-          return (await system.countUnfinished(task.queue)) === 0
-        }, task.deadlineMs, 'every job to complete')
+        await pollUntil(
+          async () => {
+            polls++
+            return (await system.countUnfinished(task.queue)) === 0
+          },
+          task.deadlineMs,
+          'every job to complete',
+        )
         end = performance.now()
       }
       // Each poll above is one query of ours, not the consumer's.
@@ -90,7 +94,8 @@ async function drain(task: DrainTask): Promise<DrainReport> {
 }
 
 const raw = process.env.BENCH_DRAIN
-if (!raw || !process.send) throw new Error('drain-child runs as a child of bench/workloads/drain.ts (BENCH_DRAIN and an IPC channel)')
+if (!raw || !process.send)
+  throw new Error('drain-child runs as a child of bench/workloads/drain.ts (BENCH_DRAIN and an IPC channel)')
 const send = process.send.bind(process)
 const answer = await drain(JSON.parse(raw) as DrainTask).then(
   (report) => ({ ok: true, report }),

@@ -18,14 +18,23 @@ import { maintain, payloads } from './workloads/context.js'
 const SCALE = Number(process.env.BENCH_SCALE ?? 1)
 if (!(SCALE > 0)) throw new Error('BENCH_SCALE must be above 0')
 const size = (n: number) => Math.max(1000, Math.round(n * SCALE))
-const SIZES = { history: size(5_000_000), rounds: 3, sequential: size(3000), concurrent: size(10_000), drain: size(50_000), longDrain: size(1_000_000), slice: size(25_000) }
+const SIZES = {
+  history: size(5_000_000),
+  rounds: 3,
+  sequential: size(3000),
+  concurrent: size(10_000),
+  drain: size(50_000),
+  longDrain: size(1_000_000),
+  slice: size(25_000),
+}
 const SCHEMA = 'pgonce'
 const QUEUES = Array.from({ length: 10 }, (_, i) => (i === 0 ? 'adds' : i === 1 ? 'drain' : `other-${i}`))
 const RETENTION_MS = 30 * 60 * 1000
 const serverUrl = process.env.DATABASE_URL?.trim() || 'postgres://postgres@127.0.0.1:5432/test'
 const log = (message: string) => process.stderr.write(`[bench:history] ${message}\n`)
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
-const fmt = (n: number, digits = 0) => n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits })
+const fmt = (n: number, digits = 0) =>
+  n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits })
 const median = (xs: number[]) => percentile(xs, 50)
 const range = (xs: number[]) => `${fmt(median(xs))} (${fmt(Math.min(...xs))}–${fmt(Math.max(...xs))})`
 
@@ -46,8 +55,11 @@ async function openDb(name: string): Promise<Db> {
   await migrate({ pool, schema: SCHEMA })
   const queues = new Map<string, Queue>()
   return {
-    name, url, admin,
-    queue: (q) => queues.get(q) ?? queues.set(q, new Queue(q, { pool, schema: SCHEMA, migrate: false })).get(q) as Queue,
+    name,
+    url,
+    admin,
+    queue: (q) =>
+      queues.get(q) ?? (queues.set(q, new Queue(q, { pool, schema: SCHEMA, migrate: false })).get(q) as Queue),
     close: async () => {
       for (const q of queues.values()) await q.close()
       await pool.end()
@@ -64,22 +76,39 @@ async function loadHistory(db: Db, rows: number): Promise<void> {
      select ($1::text[])[1 + g % cardinality($1::text[])], 'done', jsonb_build_object('i', g), 'completed', 1,
             t - interval '2 seconds', t - interval '2 seconds', t - interval '1 second', t
      from generate_series(1, $2::bigint) g, lateral (select now() - interval '1 hour' - interval '3 hours' * ((g)::float8 / $2) as t) f`,
-    [QUEUES, rows])
+    [QUEUES, rows],
+  )
 }
 
 /**
  * Drains the `n` jobs queued in `queue` with a Worker (concurrency 16, no-op handler), from the first handler start to
  * the `n`th completion stored; `slice` is called every `every` completions with the ms so far.
  */
-async function drain(db: Db, queue: string, n: number, options: { maintenanceIntervalMs?: number; every?: number; slice?: (ms: number) => void } = {}): Promise<number> {
+async function drain(
+  db: Db,
+  queue: string,
+  n: number,
+  options: { maintenanceIntervalMs?: number; every?: number; slice?: (ms: number) => void } = {},
+): Promise<number> {
   let first = 0
   let completed = 0
   let done: (ms: number) => void = () => {}
-  const finished = new Promise<number>((resolve) => { done = resolve })
-  const worker = new Worker(queue, async () => {
-    if (first === 0) first = performance.now()
-  }, { connectionString: db.url, schema: SCHEMA, concurrency: 16, migrate: false,
-    ...(options.maintenanceIntervalMs === undefined ? {} : { maintenanceIntervalMs: options.maintenanceIntervalMs }) })
+  const finished = new Promise<number>((resolve) => {
+    done = resolve
+  })
+  const worker = new Worker(
+    queue,
+    async () => {
+      if (first === 0) first = performance.now()
+    },
+    {
+      connectionString: db.url,
+      schema: SCHEMA,
+      concurrency: 16,
+      migrate: false,
+      ...(options.maintenanceIntervalMs === undefined ? {} : { maintenanceIntervalMs: options.maintenanceIntervalMs }),
+    },
+  )
   worker.on('error', (err) => log(`${db.name}: ${err.message}`))
   worker.on('completed', () => {
     completed++
@@ -111,8 +140,14 @@ const SECTIONS = ['sequential adds', 'adds from 16 producers', 'drain'] as const
 async function sections(db: Db): Promise<number[]> {
   await maintain(db.admin, 'analysed')
   const q = db.queue('adds')
-  const sequential = perSecond(SIZES.sequential, await runProducers(SIZES.sequential, 1, (i) => q.add('add', { i }).then(() => {})))
-  const concurrent = perSecond(SIZES.concurrent, await runProducers(SIZES.concurrent, 16, (i) => q.add('add', { i }).then(() => {})))
+  const sequential = perSecond(
+    SIZES.sequential,
+    await runProducers(SIZES.sequential, 1, (i) => q.add('add', { i }).then(() => {})),
+  )
+  const concurrent = perSecond(
+    SIZES.concurrent,
+    await runProducers(SIZES.concurrent, 16, (i) => q.add('add', { i }).then(() => {})),
+  )
   await enqueue(db, 'drain', SIZES.drain)
   await maintain(db.admin, 'analysed')
   return [sequential, concurrent, await drain(db, 'drain', SIZES.drain)]
@@ -121,15 +156,30 @@ async function sections(db: Db): Promise<number[]> {
 async function historyAgainstEmpty(empty: Db, history: Db): Promise<Part> {
   const runs = { empty: [] as number[][], history: [] as number[][] }
   for (let r = 0; r < SIZES.rounds; r++) {
-    for (const which of r % 2 === 0 ? ['empty', 'history'] as const : ['history', 'empty'] as const) {
+    for (const which of r % 2 === 0 ? (['empty', 'history'] as const) : (['history', 'empty'] as const)) {
       runs[which].push(await sections(which === 'empty' ? empty : history))
-      log(`part 1 round ${r + 1}, ${which}: ${runs[which].at(-1)?.map((x) => fmt(x)).join(', ')}`)
+      log(
+        `part 1 round ${r + 1}, ${which}: ${runs[which]
+          .at(-1)
+          ?.map((x) => fmt(x))
+          .join(', ')}`,
+      )
     }
   }
   const col = (which: 'empty' | 'history', k: number) => runs[which].map((x) => x[k] as number)
-  return { data: runs, lines: [`### History against empty (median of ${SIZES.rounds} rounds, range)`, '',
-    `| per second | empty | ${fmt(SIZES.history)} completed jobs | history ÷ empty |`, '| --- | --- | --- | --- |',
-    ...SECTIONS.map((s, k) => `| ${s} | ${range(col('empty', k))} | ${range(col('history', k))} | ${fmt(median(col('history', k)) / median(col('empty', k)), 2)}× |`)] }
+  return {
+    data: runs,
+    lines: [
+      `### History against empty (median of ${SIZES.rounds} rounds, range)`,
+      '',
+      `| per second | empty | ${fmt(SIZES.history)} completed jobs | history ÷ empty |`,
+      '| --- | --- | --- | --- |',
+      ...SECTIONS.map(
+        (s, k) =>
+          `| ${s} | ${range(col('empty', k))} | ${range(col('history', k))} | ${fmt(median(col('history', k)) / median(col('empty', k)), 2)}× |`,
+      ),
+    ],
+  }
 }
 
 type Pruner = 'none' | 'back-to-back runMaintenance' | "a Worker's housekeeping (paced)"
@@ -161,11 +211,17 @@ function startPruner(db: Db, pruner: Pruner): () => Promise<number> {
 }
 
 async function pruning(db: Db): Promise<Part> {
-  const historyLeft = async () => Number((await db.admin.query<{ n: string }>(`select count(*) as n from ${SCHEMA}.jobs where queue <> 'drain'`)).rows[0]?.n)
+  const historyLeft = async () =>
+    Number(
+      (await db.admin.query<{ n: string }>(`select count(*) as n from ${SCHEMA}.jobs where queue <> 'drain'`)).rows[0]
+        ?.n,
+    )
   for (const q of QUEUES) await db.queue(q).setRetention({ completedMs: RETENTION_MS })
   await maintain(db.admin, 'analysed')
   const pruners: Pruner[] = ['none', 'back-to-back runMaintenance', "a Worker's housekeeping (paced)"]
-  const rows = new Map(pruners.map((p) => [p, { drain: [] as number[], pruned: [] as number[], stopMs: [] as number[] }]))
+  const rows = new Map(
+    pruners.map((p) => [p, { drain: [] as number[], pruned: [] as number[], stopMs: [] as number[] }]),
+  )
   for (let r = 0; r < SIZES.rounds; r++) {
     for (const pruner of r % 2 === 0 ? pruners : [...pruners].reverse()) {
       await enqueue(db, 'drain', SIZES.drain)
@@ -174,42 +230,64 @@ async function pruning(db: Db): Promise<Part> {
       const left = await historyLeft()
       const started = performance.now()
       const rate = await drain(db, 'drain', SIZES.drain, { maintenanceIntervalMs: 0 })
-      const pruned = perSecond(left - await historyLeft(), performance.now() - started)
+      const pruned = perSecond(left - (await historyLeft()), performance.now() - started)
       const stopMs = await stop()
       const row = rows.get(pruner)
       row?.drain.push(rate)
       row?.pruned.push(pruned)
       row?.stopMs.push(stopMs)
-      log(`part 2 round ${r + 1}, ${pruner}: drain ${fmt(rate)} jobs/s, ${fmt(pruned)} rows/s pruned, stopped in ${fmt(stopMs)} ms`)
+      log(
+        `part 2 round ${r + 1}, ${pruner}: drain ${fmt(rate)} jobs/s, ${fmt(pruned)} rows/s pruned, stopped in ${fmt(stopMs)} ms`,
+      )
     }
   }
   // One call alone, on what the rounds left: up to 50 batches of 1,000 per queue.
   const before = await historyLeft()
   const started = performance.now()
   await runMaintenance({ connectionString: db.url, schema: SCHEMA })
-  const alone = perSecond(before - await historyLeft(), performance.now() - started)
+  const alone = perSecond(before - (await historyLeft()), performance.now() - started)
   const none = median(rows.get('none')?.drain ?? [])
-  return { data: { alone, rounds: Object.fromEntries(rows) }, lines: [`### Pruning beside a drain (${fmt(SIZES.history)} completed jobs past their retention; median of ${SIZES.rounds} rounds, range)`, '',
-    `One runMaintenance call alone, after the rounds, pruned ${fmt(alone)} rows/s (${fmt(before)} rows were left).`, '',
-    '| pruner | drain, jobs/s | ÷ no pruner | rows pruned/s meanwhile | pruner stopped in, ms |', '| --- | --- | --- | --- | --- |',
-    ...pruners.map((p) => {
-      const x = rows.get(p) ?? { drain: [], pruned: [], stopMs: [] }
-      return `| ${p} | ${range(x.drain)} | ${fmt(median(x.drain) / none, 2)}× | ${p === 'none' ? '—' : range(x.pruned)} | ${p === 'none' ? '—' : range(x.stopMs)} |`
-    })] }
+  return {
+    data: { alone, rounds: Object.fromEntries(rows) },
+    lines: [
+      `### Pruning beside a drain (${fmt(SIZES.history)} completed jobs past their retention; median of ${SIZES.rounds} rounds, range)`,
+      '',
+      `One runMaintenance call alone, after the rounds, pruned ${fmt(alone)} rows/s (${fmt(before)} rows were left).`,
+      '',
+      '| pruner | drain, jobs/s | ÷ no pruner | rows pruned/s meanwhile | pruner stopped in, ms |',
+      '| --- | --- | --- | --- | --- |',
+      ...pruners.map((p) => {
+        const x = rows.get(p) ?? { drain: [], pruned: [], stopMs: [] }
+        return `| ${p} | ${range(x.drain)} | ${fmt(median(x.drain) / none, 2)}× | ${p === 'none' ? '—' : range(x.pruned)} | ${p === 'none' ? '—' : range(x.stopMs)} |`
+      }),
+    ],
+  }
 }
 
 async function longDrain(): Promise<Part> {
   const db = await openDb('pgonce_hist_long')
   try {
-    await db.admin.query(`insert into ${SCHEMA}.jobs (queue, name, data) select 'long', 'job', '{}' from generate_series(1, $1::int)`, [SIZES.longDrain])
-    const { rows: [av] } = await db.admin.query<{ setting: string }>("select setting from pg_settings where name = 'autovacuum'")
+    await db.admin.query(
+      `insert into ${SCHEMA}.jobs (queue, name, data) select 'long', 'job', '{}' from generate_series(1, $1::int)`,
+      [SIZES.longDrain],
+    )
+    const {
+      rows: [av],
+    } = await db.admin.query<{ setting: string }>("select setting from pg_settings where name = 'autovacuum'")
     const at: number[] = []
     const whole = await drain(db, 'long', SIZES.longDrain, { every: SIZES.slice, slice: (ms) => at.push(ms) })
     const slices = at.map((ms, k) => perSecond(SIZES.slice, ms - (at[k - 1] ?? 0)))
     const [head, tail] = [median(slices.slice(0, 3)), median(slices.slice(-3))]
-    return { data: { whole, slices }, lines: [`### A long drain with no vacuum (${fmt(SIZES.longDrain)} jobs of one INSERT, slices of ${fmt(SIZES.slice)}; server autovacuum ${av?.setting})`, '',
-      `${fmt(whole)} jobs/s in all; the first three slices ${fmt(head)}, the last three ${fmt(tail)} jobs/s (${fmt(tail / head, 2)}×).`, '',
-      `Slices: ${slices.map((x) => fmt(x)).join(', ')}.`] }
+    return {
+      data: { whole, slices },
+      lines: [
+        `### A long drain with no vacuum (${fmt(SIZES.longDrain)} jobs of one INSERT, slices of ${fmt(SIZES.slice)}; server autovacuum ${av?.setting})`,
+        '',
+        `${fmt(whole)} jobs/s in all; the first three slices ${fmt(head)}, the last three ${fmt(tail)} jobs/s (${fmt(tail / head, 2)}×).`,
+        '',
+        `Slices: ${slices.map((x) => fmt(x)).join(', ')}.`,
+      ],
+    }
   } finally {
     await db.close()
   }
@@ -230,10 +308,26 @@ try {
   const part2 = await pruning(history)
   for (const db of opened.splice(0)) await db.close()
   const part3 = await longDrain()
-  const text = [`## pgonce with a long history (${startedAt.toISOString().slice(0, 10)}, ${machine.host}, ${machine.cpus} × ${machine.cpuModel}, ${machine.postgres})`,
-    '', ...part1.lines, '', ...part2.lines, '', ...part3.lines, ''].join('\n')
+  const text = [
+    `## pgonce with a long history (${startedAt.toISOString().slice(0, 10)}, ${machine.host}, ${machine.cpus} × ${machine.cpuModel}, ${machine.postgres})`,
+    '',
+    ...part1.lines,
+    '',
+    ...part2.lines,
+    '',
+    ...part3.lines,
+    '',
+  ].join('\n')
   process.stdout.write(text)
-  const data = { startedAt, seconds: (Date.now() - startedAt.getTime()) / 1000, machine, sizes: SIZES, historyAgainstEmpty: part1.data, pruning: part2.data, longDrain: part3.data }
+  const data = {
+    startedAt,
+    seconds: (Date.now() - startedAt.getTime()) / 1000,
+    machine,
+    sizes: SIZES,
+    historyAgainstEmpty: part1.data,
+    pruning: part2.data,
+    longDrain: part3.data,
+  }
   writeResultFile(resultStem('history-', startedAt, machine.host, SCALE, false), data, SCALE !== 1, log)
 } finally {
   for (const db of opened) await db.close().catch(() => {})

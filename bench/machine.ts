@@ -7,7 +7,13 @@ import type { Machine } from './results.js'
 
 /** Redis's version at `url`, or null when it does not answer within a second. */
 export async function redisVersion(url: string): Promise<string | null> {
-  const redis = new Redis(url, { lazyConnect: true, connectTimeout: 1000, maxRetriesPerRequest: 0, retryStrategy: () => null, enableOfflineQueue: false })
+  const redis = new Redis(url, {
+    lazyConnect: true,
+    connectTimeout: 1000,
+    maxRetriesPerRequest: 0,
+    retryStrategy: () => null,
+    enableOfflineQueue: false,
+  })
   redis.on('error', () => {})
   try {
     await redis.connect()
@@ -31,7 +37,11 @@ async function postgresVersion(url: string): Promise<string> {
   }
 }
 
-export async function describeMachine(postgresUrl: string, postgresKind: string, redis: string | null): Promise<Machine> {
+export async function describeMachine(
+  postgresUrl: string,
+  postgresKind: string,
+  redis: string | null,
+): Promise<Machine> {
   const cores = cpus()
   return {
     host: hostname(),

@@ -1,7 +1,11 @@
 // Timing helpers for the workloads: concurrent producers, percentiles, polling with a deadline.
 
 /** Runs `work(i)` for i in [0, total) from `producers` concurrent loops; resolves with the elapsed ms. */
-export async function runProducers(total: number, producers: number, work: (i: number) => Promise<void>): Promise<number> {
+export async function runProducers(
+  total: number,
+  producers: number,
+  work: (i: number) => Promise<void>,
+): Promise<number> {
   let next = 0
   const loop = async (): Promise<void> => {
     for (let i = next++; i < total; i = next++) await work(i)
@@ -13,7 +17,7 @@ export async function runProducers(total: number, producers: number, work: (i: n
 
 /** An error's stack (or message), for a log line or a result file. */
 export function errorText(err: unknown): string {
-  return err instanceof Error ? err.stack ?? err.message : String(err)
+  return err instanceof Error ? (err.stack ?? err.message) : String(err)
 }
 
 /** Operations per second. */
@@ -30,7 +34,12 @@ export function percentile(samples: readonly number[], p: number): number {
 }
 
 /** Polls `done()` until it is true; throws once `deadlineMs` has passed. */
-export async function pollUntil(done: () => Promise<boolean>, deadlineMs: number, what: string, everyMs = 5): Promise<void> {
+export async function pollUntil(
+  done: () => Promise<boolean>,
+  deadlineMs: number,
+  what: string,
+  everyMs = 5,
+): Promise<void> {
   const deadline = performance.now() + deadlineMs
   while (!(await done())) {
     if (performance.now() > deadline) throw new Error(`timed out after ${deadlineMs} ms waiting for ${what}`)

@@ -6,7 +6,13 @@ import type { Mode, RunSettings, Sizes } from './config.js'
 import { MODE_LABEL } from './config.js'
 import { dropDatabase, freshDatabase } from './databases.js'
 import { errorText } from './measure.js'
-import { type BenchSystem, type SystemConfig, type SystemInfo, WORKLOAD_IDS, type WorkloadId } from './systems/system.js'
+import {
+  type BenchSystem,
+  type SystemConfig,
+  type SystemInfo,
+  WORKLOAD_IDS,
+  type WorkloadId,
+} from './systems/system.js'
 import { type DrainContext, type WorkloadResult, maintain, probe } from './workloads/context.js'
 import { DRAINS, type DrainId, isDrain } from './workloads/drain.js'
 import { openTimed } from './workloads/timed.js'
@@ -32,7 +38,14 @@ export interface PassRun {
 /** The operations a pass times for each workload. */
 export function passSize(id: WorkloadId, s: Sizes): number {
   const sizes: Record<WorkloadId, number> = {
-    W1: s.w1Adds, W2: s.w2Adds, W3: s.w3Jobs, W4: s.w4Jobs, W5: s.w5Adds, W6: s.w6Samples, W7: s.w7Samples, W8: s.w8Window,
+    W1: s.w1Adds,
+    W2: s.w2Adds,
+    W3: s.w3Jobs,
+    W4: s.w4Jobs,
+    W5: s.w5Adds,
+    W6: s.w6Samples,
+    W7: s.w7Samples,
+    W8: s.w8Window,
   }
   return sizes[id]
 }
@@ -52,8 +65,13 @@ function redisTarget(redisUrl: string): string {
 }
 
 /** Opens `spec`'s system in the fresh database `database` (or under a fresh Redis prefix), runs `fn`, closes it all. */
-export async function inFreshDatabase<T>(spec: PassSpec, serverUrl: string, settings: RunSettings, database: string,
-  fn: (ctx: DrainContext) => Promise<T>): Promise<T> {
+export async function inFreshDatabase<T>(
+  spec: PassSpec,
+  serverUrl: string,
+  settings: RunSettings,
+  database: string,
+  fn: (ctx: DrainContext) => Promise<T>,
+): Promise<T> {
   const postgres = spec.info.backend === 'postgres'
   const url = postgres ? await freshDatabase(serverUrl, database) : redisTarget(settings.redisUrl)
   const admin = postgres ? new pg.Pool({ connectionString: url, max: 1 }) : null
@@ -65,7 +83,15 @@ export async function inFreshDatabase<T>(spec: PassSpec, serverUrl: string, sett
     await admin?.query('checkpoint').catch(() => {})
     const system = await spec.info.open(url, spec.config)
     try {
-      return await fn({ info: spec.info, config: spec.config, system, url, sizes: settings.sizes, admin, mode: spec.mode })
+      return await fn({
+        info: spec.info,
+        config: spec.config,
+        system,
+        url,
+        sizes: settings.sizes,
+        admin,
+        mode: spec.mode,
+      })
     } finally {
       await system.close()
     }
@@ -80,7 +106,13 @@ export async function inFreshDatabase<T>(spec: PassSpec, serverUrl: string, sett
  * did on graphile-worker, whose fetch walks past waiting jobs of tasks it does not handle). Throws on a wrong outcome
  * when `strict` (a round); a pass records it.
  */
-export async function runDrain(spec: PassSpec, id: DrainId, serverUrl: string, settings: RunSettings, strict = true): Promise<WorkloadResult> {
+export async function runDrain(
+  spec: PassSpec,
+  id: DrainId,
+  serverUrl: string,
+  settings: RunSettings,
+  strict = true,
+): Promise<WorkloadResult> {
   const database = `pgonce_bench_${spec.info.id.replace(/-/g, '_')}_${id.toLowerCase()}`
   const result = await inFreshDatabase(spec, serverUrl, settings, database, DRAINS[id])
   if (strict && !result.correct) throw new Error(`${spec.info.label} ${id}: ${result.note ?? 'wrong outcome'}`)
@@ -88,8 +120,13 @@ export async function runDrain(spec: PassSpec, id: DrainId, serverUrl: string, s
 }
 
 /** One of W1–W3, W5–W7 on the pass's system: warm-up, the mode's maintenance, one timed section, the check. */
-async function timedPass(id: Exclude<WorkloadId, DrainId>, system: BenchSystem, admin: pg.Pool | null, settings: RunSettings,
-  mode: Mode): Promise<WorkloadResult> {
+async function timedPass(
+  id: Exclude<WorkloadId, DrainId>,
+  system: BenchSystem,
+  admin: pg.Pool | null,
+  settings: RunSettings,
+  mode: Mode,
+): Promise<WorkloadResult> {
   const n = passSize(id, settings.sizes)
   const timed = await openTimed(id, system, settings.sizes)
   try {
@@ -104,12 +141,21 @@ async function timedPass(id: Exclude<WorkloadId, DrainId>, system: BenchSystem, 
 }
 
 function summary(r: WorkloadResult): string {
-  const figures = r.perSecond !== undefined ? `${Math.round(r.perSecond)}/s` : `p50 ${r.p50Ms?.toFixed(2)} ms, p99 ${r.p99Ms?.toFixed(2)} ms`
+  const figures =
+    r.perSecond !== undefined
+      ? `${Math.round(r.perSecond)}/s`
+      : `p50 ${r.p50Ms?.toFixed(2)} ms, p99 ${r.p99Ms?.toFixed(2)} ms`
   return `${figures}${r.correct ? '' : ` WRONG: ${r.note}`}`
 }
 
 /** One pass over `workloads`, in table order. */
-export async function runPass(spec: PassSpec, workloads: WorkloadId[], serverUrl: string, settings: RunSettings, letter: string): Promise<PassRun> {
+export async function runPass(
+  spec: PassSpec,
+  workloads: WorkloadId[],
+  serverUrl: string,
+  settings: RunSettings,
+  letter: string,
+): Promise<PassRun> {
   const pass: PassRun = { config: spec.config, mode: spec.mode, workloads: {}, errors: {} }
   const name = `${spec.info.label} [${letter}] ${MODE_LABEL[spec.mode]}`
   const database = `pgonce_bench_${spec.info.id.replace(/-/g, '_')}`

@@ -30,8 +30,16 @@ const bullPrefix = `pgonce-bench-redis-${randomBytes(4).toString('hex')}`
 /** One way of adding a duplicate of key `k`. */
 type DuplicateAdd = (k: number) => Promise<unknown>
 
-interface Latency { name: string; p50: number; p99: number }
-interface Throughput { name: string; perSecond: number; note: string }
+interface Latency {
+  name: string
+  p50: number
+  p99: number
+}
+interface Throughput {
+  name: string
+  perSecond: number
+  note: string
+}
 
 async function latency(name: string, add: DuplicateAdd): Promise<Latency> {
   for (let i = 0; i < 200; i++) await add(i % keySpace)
@@ -48,12 +56,14 @@ async function throughput(name: string, add: DuplicateAdd, note: () => string): 
   let done = 0
   const until = performance.now() + seconds * 1000
   const started = performance.now()
-  await Promise.all(Array.from({ length: producers }, async (_, p) => {
-    for (let i = p; performance.now() < until; i += producers) {
-      await add(i % keySpace)
-      done++
-    }
-  }))
+  await Promise.all(
+    Array.from({ length: producers }, async (_, p) => {
+      for (let i = p; performance.now() < until; i += producers) {
+        await add(i % keySpace)
+        done++
+      }
+    }),
+  )
   return { name, perSecond: (done * 1000) / (performance.now() - started), note: note() }
 }
 
@@ -69,7 +79,10 @@ const bull = new BullQueue('bench-bull', {
 const redis = new Redis(redisUrl)
 const client = await pool.connect()
 
-const pgonceAdd = (q: Queue<{ k: number }>): DuplicateAdd => (k) => q.add('push', { k }, { deduplication: { id: `key:${k}`, ttl: TTL } })
+const pgonceAdd =
+  (q: Queue<{ k: number }>): DuplicateAdd =>
+  (k) =>
+    q.add('push', { k }, { deduplication: { id: `key:${k}`, ttl: TTL } })
 const bullAdd: DuplicateAdd = (k) => bull.add('push', { k }, { deduplication: { id: `key:${k}`, ttl: TTL } })
 const hitRatio = (): string => {
   const c = cached.cacheOutcomes.snapshot()
@@ -117,13 +130,30 @@ try {
   await pool.end()
 }
 
-const load = loadavg().map((l) => l.toFixed(2)).join(' ')
-console.log(`\nHot duplicate adds: ${keySpace} keys, each held with a 1 h TTL; PostgreSQL at ${new URL(url).host}, Redis at ` +
-  `${new URL(redisUrl).host}; ${cpus().length} CPUs (${cpus()[0]?.model ?? '?'}), load average ${load}\n`)
+const load = loadavg()
+  .map((l) => l.toFixed(2))
+  .join(' ')
+console.log(
+  `\nHot duplicate adds: ${keySpace} keys, each held with a 1 h TTL; PostgreSQL at ${new URL(url).host}, Redis at ` +
+    `${new URL(redisUrl).host}; ${cpus().length} CPUs (${cpus()[0]?.model ?? '?'}), load average ${load}\n`,
+)
 console.log(`Latency: ${n} sequential awaited calls per row\n`)
-console.log(['| operation | p50 ms | p99 ms |', '| --- | ---: | ---: |',
-  ...latencies.map((r) => `| ${r.name} | ${r.p50.toFixed(3)} | ${r.p99.toFixed(3)} |`)].join('\n'))
+console.log(
+  [
+    '| operation | p50 ms | p99 ms |',
+    '| --- | ---: | ---: |',
+    ...latencies.map((r) => `| ${r.name} | ${r.p50.toFixed(3)} | ${r.p99.toFixed(3)} |`),
+  ].join('\n'),
+)
 console.log(`\nThroughput: ${producers} producers for ${seconds} s each\n`)
 const base = rates[0]?.perSecond ?? 1
-console.log(['| system | duplicates/s | vs pgonce without Redis | note |', '| --- | ---: | ---: | --- |',
-  ...rates.map((r) => `| ${r.name} | ${Math.round(r.perSecond).toLocaleString('en-US')} | ${(r.perSecond / base).toFixed(2)}× | ${r.note} |`)].join('\n'))
+console.log(
+  [
+    '| system | duplicates/s | vs pgonce without Redis | note |',
+    '| --- | ---: | ---: | --- |',
+    ...rates.map(
+      (r) =>
+        `| ${r.name} | ${Math.round(r.perSecond).toLocaleString('en-US')} | ${(r.perSecond / base).toFixed(2)}× | ${r.note} |`,
+    ),
+  ].join('\n'),
+)

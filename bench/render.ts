@@ -7,5 +7,6 @@ import type { BenchRun } from './results.js'
 const file = process.argv[2]
 if (!file) throw new Error('usage: npx tsx bench/render.ts bench/results/<file>.json')
 const run = JSON.parse(readFileSync(file, 'utf8')) as BenchRun
-if (!Array.isArray(run.rounds)) throw new Error(`${file} was written by an earlier harness: its table is in bench/README.md`)
+if (!Array.isArray(run.rounds))
+  throw new Error(`${file} was written by an earlier harness: its table is in bench/README.md`)
 process.stdout.write(`${renderMarkdown(run)}\n`)

@@ -30,13 +30,21 @@ function title(id: WorkloadId, s: Sizes): string {
 }
 
 /** `system`'s best pass at `id` in `mode` (a correct outcome first), with its configuration's letter. */
-function bestPass(system: SystemRun, id: WorkloadId, mode: Mode): { letter: string; result: WorkloadResult } | undefined {
+function bestPass(
+  system: SystemRun,
+  id: WorkloadId,
+  mode: Mode,
+): { letter: string; result: WorkloadResult } | undefined {
   let best: { letter: string; result: WorkloadResult; value: number } | undefined
   for (const pass of system.passes.filter((p) => p.mode === mode)) {
     const result = pass.workloads[id]
     const value = valueOf(id, result)
     if (!result || value === undefined) continue
-    if (!best || (result.correct && !best.result.correct) || (result.correct === best.result.correct && better(id, value, best.value))) {
+    if (
+      !best ||
+      (result.correct && !best.result.correct) ||
+      (result.correct === best.result.correct && better(id, value, best.value))
+    ) {
       best = { letter: system.configs.find((c) => c.key === pass.config)?.letter ?? '?', result, value }
     }
   }
@@ -48,7 +56,10 @@ function cell(system: SystemRun, id: WorkloadId, mode: Mode): string {
   const best = bestPass(system, id, mode)
   if (!best) return system.passes.some((p) => p.mode === mode && (p.errors[id] || p.errors.open)) ? 'error' : '—'
   const r = best.result
-  const figure = KIND[id] === 'latency' ? `${millis(r.p50Ms ?? Number.NaN)} / ${millis(r.p99Ms ?? Number.NaN)}` : int(r.perSecond ?? Number.NaN)
+  const figure =
+    KIND[id] === 'latency'
+      ? `${millis(r.p50Ms ?? Number.NaN)} / ${millis(r.p99Ms ?? Number.NaN)}`
+      : int(r.perSecond ?? Number.NaN)
   return `${figure} [${best.letter}]${r.correct ? '' : ` ✗ ${r.note ?? 'wrong outcome'}`}`
 }
 
@@ -57,13 +68,19 @@ type Entry = RoundsResult['entrants'][number]
 
 /** Among `entries`, the one with the best geometric mean over the rounds. */
 function bestEntry(id: WorkloadId, entries: Entry[]): Entry | undefined {
-  return entries.reduce<Entry | undefined>((b, e) => (!b || better(id, geomean(e.figures), geomean(b.figures)) ? e : b), undefined)
+  return entries.reduce<Entry | undefined>(
+    (b, e) => (!b || better(id, geomean(e.figures), geomean(b.figures)) ? e : b),
+    undefined,
+  )
 }
 
 /** pgonce ÷ the best of `which` in the rounds: geometric mean of the rounds' ratios, their range, the other side's letter. */
 function ratioCell(r: RoundsResult | undefined, which: (e: Entrant) => boolean): string {
   if (!r) return '—'
-  const ours = bestEntry(r.workload, r.entrants.filter((e) => e.id === 'pgonce'))
+  const ours = bestEntry(
+    r.workload,
+    r.entrants.filter((e) => e.id === 'pgonce'),
+  )
   const theirs = bestEntry(r.workload, r.entrants.filter(which))
   if (!ours || !theirs) return '—'
   const ratios = ours.figures.map((v, i) => v / (theirs.figures[i] as number))
@@ -82,37 +99,69 @@ const isPeer = (e: Entrant): boolean => e.id !== 'pgonce' && e.id !== 'pgonce-ba
 
 export function renderMarkdown(run: BenchRun): string {
   const baseline = run.systems.find((s) => s.id === 'pgonce-baseline')
-  const header = ['workload', 'mode', ...run.systems.map((s) => s.label), 'limit', 'pgonce ÷ best peer', 'pgonce ÷ limit',
-    ...(baseline ? [`pgonce ÷ ${baseline.label}`] : [])]
+  const header = [
+    'workload',
+    'mode',
+    ...run.systems.map((s) => s.label),
+    'limit',
+    'pgonce ÷ best peer',
+    'pgonce ÷ limit',
+    ...(baseline ? [`pgonce ÷ ${baseline.label}`] : []),
+  ]
   const out = [row(header), row(header.map(() => '---'))]
-  const shown = WORKLOAD_IDS.filter((id) => run.systems.some((s) => s.passes.some((p) => p.workloads[id] || p.errors[id])))
+  const shown = WORKLOAD_IDS.filter((id) =>
+    run.systems.some((s) => s.passes.some((p) => p.workloads[id] || p.errors[id])),
+  )
   for (const id of shown) {
     for (const mode of run.modes) {
       const r = run.rounds.find((x) => x.workload === id && x.mode === mode)
-      out.push(row([title(id, run.sizes), MODE_LABEL[mode], ...run.systems.map((s) => cell(s, id, mode)), limitCell(r),
-        ratioCell(r, isPeer), ratioCell(r, (e) => e.id === 'limit'), ...(baseline ? [ratioCell(r, (e) => e.id === 'pgonce-baseline')] : [])]))
+      out.push(
+        row([
+          title(id, run.sizes),
+          MODE_LABEL[mode],
+          ...run.systems.map((s) => cell(s, id, mode)),
+          limitCell(r),
+          ratioCell(r, isPeer),
+          ratioCell(r, (e) => e.id === 'limit'),
+          ...(baseline ? [ratioCell(r, (e) => e.id === 'pgonce-baseline')] : []),
+        ]),
+      )
     }
   }
   const m = run.machine
-  out.push('',
+  out.push(
+    '',
     `Each system's cell is its best pass (the configuration's letter in brackets); "as is" times the tables as the earlier workloads left them, ` +
-    '"analysed" after `VACUUM ANALYZE` and a `CHECKPOINT`. The ratios come from the paired rounds: pgonce against each side, one round after ' +
-    `another with the order rotating, ${run.rounds[0]?.entrants[0]?.figures.length ?? 0} rounds; the geometric mean of the rounds' ratios ` +
-    '(lowest–highest round), each side in its configuration with the best mean over the rounds. For W6 and W7 a ratio of p50 latencies ' +
-    '(below 1 is faster), else of throughput (above 1 is faster). The limit is its median over the rounds.',
-    '', 'Limits (from Node, on pgonce\'s jobs table, each on connections of its own):',
+      '"analysed" after `VACUUM ANALYZE` and a `CHECKPOINT`. The ratios come from the paired rounds: pgonce against each side, one round after ' +
+      `another with the order rotating, ${run.rounds[0]?.entrants[0]?.figures.length ?? 0} rounds; the geometric mean of the rounds' ratios ` +
+      '(lowest–highest round), each side in its configuration with the best mean over the rounds. For W6 and W7 a ratio of p50 latencies ' +
+      '(below 1 is faster), else of throughput (above 1 is faster). The limit is its median over the rounds.',
+    '',
+    "Limits (from Node, on pgonce's jobs table, each on connections of its own):",
     ...shown.filter((id) => LIMIT_LABEL[id]).map((id) => `- ${id}: ${LIMIT_LABEL[id]}`),
-    '', 'Configurations:')
+    '',
+    'Configurations:',
+  )
   for (const s of run.systems) {
     out.push(`- **${s.label}**: ${s.common.join('; ')}`)
-    for (const c of s.configs) out.push(`  - [${c.letter}] ${c.purpose}: ${c.lines.join('; ')} (${c.workloads.join(', ')})`)
+    for (const c of s.configs)
+      out.push(`  - [${c.letter}] ${c.purpose}: ${c.lines.join('; ')} (${c.workloads.join(', ')})`)
   }
-  out.push('', `Machine: ${m.host}, ${m.cpus} × ${m.cpuModel}, ${m.memoryGb} GB, Node ${m.node}, ${m.postgres} (${m.postgresKind})` +
-    `${m.redis ? `, Redis ${m.redis}` : ''}; code ${run.code}${run.baseline ? `, baseline \`${run.baseline.ref}\` = ${run.baseline.sha.slice(0, 12)}` : ''}; ` +
-    `BENCH_SCALE=${run.scale}; ${Math.round(run.seconds)} s.`)
+  out.push(
+    '',
+    `Machine: ${m.host}, ${m.cpus} × ${m.cpuModel}, ${m.memoryGb} GB, Node ${m.node}, ${m.postgres} (${m.postgresKind})` +
+      `${m.redis ? `, Redis ${m.redis}` : ''}; code ${run.code}${run.baseline ? `, baseline \`${run.baseline.ref}\` = ${run.baseline.sha.slice(0, 12)}` : ''}; ` +
+      `BENCH_SCALE=${run.scale}; ${Math.round(run.seconds)} s.`,
+  )
   const errors = [
-    ...run.systems.flatMap((s) => s.passes.flatMap((p) => Object.entries(p.errors).map(([w, e]) =>
-      `- ${s.label} [${s.configs.find((c) => c.key === p.config)?.letter}] ${MODE_LABEL[p.mode]} ${w}: ${String(e).split('\n')[0]}`))),
+    ...run.systems.flatMap((s) =>
+      s.passes.flatMap((p) =>
+        Object.entries(p.errors).map(
+          ([w, e]) =>
+            `- ${s.label} [${s.configs.find((c) => c.key === p.config)?.letter}] ${MODE_LABEL[p.mode]} ${w}: ${String(e).split('\n')[0]}`,
+        ),
+      ),
+    ),
     ...run.errors.map((e) => `- ${e.split('\n')[0]}`),
   ]
   if (errors.length) out.push('', 'Errors:', ...errors)

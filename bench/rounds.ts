@@ -57,27 +57,46 @@ export const better = (id: WorkloadId, a: number, b: number): boolean => (KIND[i
 export function perRoundOf(id: WorkloadId, s: Sizes, rounds: number): number {
   const split = (n: number) => Math.ceil(n / rounds)
   switch (id) {
-    case 'W1': return split(s.w1Adds)
-    case 'W2': return split(s.w2Adds)
-    case 'W3': return Math.ceil(split(s.w3Jobs) / s.bulkBatch) * s.bulkBatch
-    case 'W5': return Math.ceil(split(s.w5Adds) / 10) * 10
-    case 'W6': return split(s.w6Samples)
-    case 'W7': return split(s.w7Samples)
-    case 'W4': return s.w4Jobs
-    case 'W8': return s.w8Window
+    case 'W1':
+      return split(s.w1Adds)
+    case 'W2':
+      return split(s.w2Adds)
+    case 'W3':
+      return Math.ceil(split(s.w3Jobs) / s.bulkBatch) * s.bulkBatch
+    case 'W5':
+      return Math.ceil(split(s.w5Adds) / 10) * 10
+    case 'W6':
+      return split(s.w6Samples)
+    case 'W7':
+      return split(s.w7Samples)
+    case 'W4':
+      return s.w4Jobs
+    case 'W8':
+      return s.w8Window
   }
 }
 
 /** The configurations of `group` whose correct pass at `id` in `mode` came within `close` of the group's best. */
 function closeConfigs(group: Ran[], id: WorkloadId, mode: Mode, close = CLOSE): Entrant[] {
-  const ran = group.flatMap((r) => r.passes.filter((p) => p.mode === mode && p.workloads[id]?.correct).flatMap((p) => {
-    const value = valueOf(id, p.workloads[id])
-    const letter = r.configs.find((c) => c.key === p.config)?.letter ?? '?'
-    return value === undefined ? [] : [{ entrant: { id: r.info.id, label: r.info.label, config: p.config, letter }, value }]
-  }))
-  const best = ran.reduce<number | undefined>((b, x) => (b === undefined || better(id, x.value, b) ? x.value : b), undefined)
+  const ran = group.flatMap((r) =>
+    r.passes
+      .filter((p) => p.mode === mode && p.workloads[id]?.correct)
+      .flatMap((p) => {
+        const value = valueOf(id, p.workloads[id])
+        const letter = r.configs.find((c) => c.key === p.config)?.letter ?? '?'
+        return value === undefined
+          ? []
+          : [{ entrant: { id: r.info.id, label: r.info.label, config: p.config, letter }, value }]
+      }),
+  )
+  const best = ran.reduce<number | undefined>(
+    (b, x) => (b === undefined || better(id, x.value, b) ? x.value : b),
+    undefined,
+  )
   if (best === undefined) return []
-  return ran.filter((x) => (KIND[id] === 'rate' ? x.value * close >= best : x.value <= best * close)).map((x) => x.entrant)
+  return ran
+    .filter((x) => (KIND[id] === 'rate' ? x.value * close >= best : x.value <= best * close))
+    .map((x) => x.entrant)
 }
 
 /**
@@ -87,7 +106,9 @@ function closeConfigs(group: Ran[], id: WorkloadId, mode: Mode, close = CLOSE): 
  */
 export function contenders(ran: Ran[], id: WorkloadId, mode: Mode): Entrant[] {
   const own = (sid: SystemId) => ran.filter((r) => r.info.id === sid)
-  const peers = ran.filter((r) => r.info.backend === 'postgres' && r.info.id !== 'pgonce' && r.info.id !== 'pgonce-baseline')
+  const peers = ran.filter(
+    (r) => r.info.backend === 'postgres' && r.info.id !== 'pgonce' && r.info.id !== 'pgonce-baseline',
+  )
   const [bestPeer] = closeConfigs(peers, id, mode, 1)
   const limit: Entrant[] = LIMIT_LABEL[id] ? [{ id: 'limit', label: 'limit', config: '', letter: '' }] : []
   const ours = closeConfigs(own('pgonce'), id, mode)
@@ -98,13 +119,25 @@ export function contenders(ran: Ran[], id: WorkloadId, mode: Mode): Entrant[] {
 
 /** A drain as a round's side: each round one whole drain in a fresh database. */
 const drainSide = (drain: () => Promise<number>): Opened => ({
-  timed: { warm: async () => {}, run: async () => ({ perSecond: await drain() }), check: async () => null, close: async () => {} },
+  timed: {
+    warm: async () => {},
+    run: async () => ({ perSecond: await drain() }),
+    check: async () => null,
+    close: async () => {},
+  },
   maintain: async () => {},
 })
 
 /** A system in a configuration, opened for `id` in a fresh database of its own (the `k`th of the rounds'). */
-async function openSystem(info: SystemInfo, config: string, id: Exclude<WorkloadId, 'W4' | 'W8'>, k: number, serverUrl: string,
-  settings: RunSettings, mode: Mode): Promise<Opened> {
+async function openSystem(
+  info: SystemInfo,
+  config: string,
+  id: Exclude<WorkloadId, 'W4' | 'W8'>,
+  k: number,
+  serverUrl: string,
+  settings: RunSettings,
+  mode: Mode,
+): Promise<Opened> {
   const database = `pgonce_bench_round_${k}`
   const url = await freshDatabase(serverUrl, database)
   const admin = new pg.Pool({ connectionString: url, max: 1 })
@@ -116,21 +149,41 @@ async function openSystem(info: SystemInfo, config: string, id: Exclude<Workload
       await system.close()
       throw err
     })
-    return { timed: { ...timed, close: () => timed.close().finally(() => system.close()).finally(cleanup) }, maintain: () => maintain(admin, mode) }
+    return {
+      timed: {
+        ...timed,
+        close: () =>
+          timed
+            .close()
+            .finally(() => system.close())
+            .finally(cleanup),
+      },
+      maintain: () => maintain(admin, mode),
+    }
   } catch (err) {
     await cleanup()
     throw err
   }
 }
 
-function open(e: Entrant, k: number, id: WorkloadId, mode: Mode, serverUrl: string, settings: RunSettings): Promise<Opened> | Opened {
+function open(
+  e: Entrant,
+  k: number,
+  id: WorkloadId,
+  mode: Mode,
+  serverUrl: string,
+  settings: RunSettings,
+): Promise<Opened> | Opened {
   if (e.id === 'limit') {
     if (isDrain(id)) return drainSide(() => claimDeleteDrain(serverUrl, id, settings.sizes, mode))
     if (id === 'W7') throw new Error('W7 has no limit')
     return openLimit(id, serverUrl, settings.sizes, mode)
   }
   const info = systemById(e.id)
-  if (isDrain(id)) return drainSide(async () => (await runDrain({ info, config: e.config, mode }, id, serverUrl, settings)).perSecond ?? 0)
+  if (isDrain(id))
+    return drainSide(
+      async () => (await runDrain({ info, config: e.config, mode }, id, serverUrl, settings)).perSecond ?? 0,
+    )
   return openSystem(info, e.config, id, k, serverUrl, settings, mode)
 }
 
@@ -140,8 +193,14 @@ const name = (e: Entrant): string => (e.id === 'limit' ? 'limit' : `${e.label} [
  * `id` in `mode`: every entrant opened and warmed, the mode's maintenance in each database, then `rounds` rounds, each
  * entrant once per round in the order rotated by the round's number; every outcome checked at the end.
  */
-export async function runRounds(id: WorkloadId, mode: Mode, entrants: Entrant[], serverUrl: string, settings: RunSettings,
-  log: (message: string) => void): Promise<RoundsResult> {
+export async function runRounds(
+  id: WorkloadId,
+  mode: Mode,
+  entrants: Entrant[],
+  serverUrl: string,
+  settings: RunSettings,
+  log: (message: string) => void,
+): Promise<RoundsResult> {
   const perRound = perRoundOf(id, settings.sizes, settings.rounds)
   const opened: Opened[] = []
   try {
@@ -157,7 +216,9 @@ export async function runRounds(id: WorkloadId, mode: Mode, entrants: Entrant[],
         const figure = valueOf(id, await (opened[k] as Opened).timed.run(perRound, round * perRound))
         figures[k]?.push(figure ?? Number.NaN)
       }
-      log(`${id} ${mode} round ${round + 1}: ${entrants.map((e, k) => `${name(e)} ${figures[k]?.[round]?.toFixed(KIND[id] === 'rate' ? 0 : 2)}`).join(', ')}`)
+      log(
+        `${id} ${mode} round ${round + 1}: ${entrants.map((e, k) => `${name(e)} ${figures[k]?.[round]?.toFixed(KIND[id] === 'rate' ? 0 : 2)}`).join(', ')}`,
+      )
     }
     for (const [k, o] of opened.entries()) {
       const wrong = await o.timed.check()

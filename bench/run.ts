@@ -19,7 +19,8 @@ import { WORKLOAD_IDS } from './systems/system.js'
 
 /** The working tree's commit, marked when src/, sql/ or migrations/ have uncommitted changes. */
 function code(): string {
-  const git = (...args: string[]) => execFileSync('git', args, { cwd: new URL('../', import.meta.url), encoding: 'utf8' }).trim()
+  const git = (...args: string[]) =>
+    execFileSync('git', args, { cwd: new URL('../', import.meta.url), encoding: 'utf8' }).trim()
   try {
     return `${git('rev-parse', '--short', 'HEAD')}${git('status', '--porcelain', '--', 'src', 'sql', 'migrations') ? ' (modified)' : ''}`
   } catch {
@@ -38,20 +39,35 @@ try {
   if (settings.baseline) baseline = await checkOutBaseline(settings.baseline, log)
   // The baseline runs whenever pgonce does; the Redis reference when Redis answers.
   const chosen = allSystems()
-    .filter((s) => !settings.systems || settings.systems.includes(s.id) || (s.id === 'pgonce-baseline' && settings.systems.includes('pgonce')))
+    .filter(
+      (s) =>
+        !settings.systems ||
+        settings.systems.includes(s.id) ||
+        (s.id === 'pgonce-baseline' && settings.systems.includes('pgonce')),
+    )
     .filter((s) => s.backend === 'postgres' || redis !== null)
   const ran: Ran[] = []
   const systems: SystemRun[] = []
   let letter = 0
   for (const info of chosen) {
-    const configs = info.configs.map((c) => ({ ...c, letter: String.fromCharCode(97 + letter++), workloads: workloadsOf(c, settings) }))
+    const configs = info.configs
+      .map((c) => ({ ...c, letter: String.fromCharCode(97 + letter++), workloads: workloadsOf(c, settings) }))
       .filter((c) => c.workloads.length > 0)
-    const run: SystemRun = { id: info.id, label: info.label, backend: info.backend, common: info.common, configs, passes: [] }
+    const run: SystemRun = {
+      id: info.id,
+      label: info.label,
+      backend: info.backend,
+      common: info.common,
+      configs,
+      passes: [],
+    }
     for (const config of configs) {
       for (const mode of settings.modes) {
         // Redis has no tables to vacuum: its reference column runs as is only.
         if (info.backend === 'redis' && mode === 'analysed') continue
-        run.passes.push(await runPass({ info, config: config.key, mode }, config.workloads, server.url, settings, config.letter))
+        run.passes.push(
+          await runPass({ info, config: config.key, mode }, config.workloads, server.url, settings, config.letter),
+        )
       }
     }
     systems.push(run)
@@ -88,7 +104,12 @@ try {
   }
   process.stdout.write(`${renderMarkdown(run)}\n`)
   const partial = Boolean(settings.systems || settings.workloads || settings.modes.length < 2)
-  writeResultFile(resultStem('', startedAt, machine.host, settings.scale, partial), run, partial || settings.scale !== 1, log)
+  writeResultFile(
+    resultStem('', startedAt, machine.host, settings.scale, partial),
+    run,
+    partial || settings.scale !== 1,
+    log,
+  )
 } finally {
   await baseline?.remove()
   await server.stop()

@@ -27,13 +27,18 @@ export const cacheListenerPattern = (schema: string): string => `pgonce-cache ${
 
 /** CHAOS_ROLE=remover: removes the keys named on stdin (one JSON line each), answering `{ tag, removed }` or `{ tag, error }`. */
 export async function runRemover(): Promise<void> {
-  const queue = new Queue('chaos', { connectionString: process.env.CHAOS_URL, schema: process.env.CHAOS_SCHEMA, migrate: false })
+  const queue = new Queue('chaos', {
+    connectionString: process.env.CHAOS_URL,
+    schema: process.env.CHAOS_SCHEMA,
+    migrate: false,
+  })
   const lines = createInterface({ input: process.stdin })
   lines.on('line', (line) => {
     const { tag, key } = JSON.parse(line) as { tag: number; key: string }
     queue.removeDeduplicationKey(key).then(
       (removed) => process.stdout.write(`${JSON.stringify({ tag, removed })}\n`),
-      (err: Error) => process.stdout.write(`${JSON.stringify({ tag, error: err.message })}\n`))
+      (err: Error) => process.stdout.write(`${JSON.stringify({ tag, error: err.message })}\n`),
+    )
   })
   lines.on('close', () => void queue.close().then(() => process.exit(0)))
   process.stdout.write('ready\n')
@@ -46,7 +51,10 @@ export class Remover {
   private tag = 0
 
   constructor(file: string, env: NodeJS.ProcessEnv) {
-    this.child = spawn(process.execPath, ['--conditions=development', '--import', 'tsx', file], { env: { ...env, CHAOS_ROLE: 'remover' }, stdio: ['pipe', 'pipe', 'inherit'] })
+    this.child = spawn(process.execPath, ['--conditions=development', '--import', 'tsx', file], {
+      env: { ...env, CHAOS_ROLE: 'remover' },
+      stdio: ['pipe', 'pipe', 'inherit'],
+    })
     createInterface({ input: this.child.stdout! }).on('line', (line) => {
       if (!line.startsWith('{')) return
       const reply = JSON.parse(line) as { tag: number; removed?: boolean; error?: string }
@@ -108,41 +116,47 @@ export async function reAdd(opts: {
   const removals: Record<string, (key: string) => Promise<boolean>> = {
     'process without redis': (key) => opts.remover.remove(key),
     'call remove_dedup_key()': async (key) =>
-      (await pool.query<{ removed: boolean }>(`call "${schema}".remove_dedup_key($1, $2)`, ['chaos', key])).rows[0]?.removed === true,
+      (await pool.query<{ removed: boolean }>(`call "${schema}".remove_dedup_key($1, $2)`, ['chaos', key])).rows[0]
+        ?.removed === true,
     'DELETE, wait_for_caches()': async (key) => {
-      const { rowCount } = await pool.query(`delete from "${schema}".dedup_keys where queue = $1 and key = $2`, ['chaos', key])
+      const { rowCount } = await pool.query(`delete from "${schema}".dedup_keys where queue = $1 and key = $2`, [
+        'chaos',
+        key,
+      ])
       await pool.query(`select "${schema}".wait_for_caches()`)
       return rowCount === 1
     },
     'queue with redis': (key) => queue.removeDeduplicationKey(key),
   }
   const methods = Object.keys(removals)
-  await Promise.all(Array.from({ length: opts.lanes }, async (_, lane) => {
-    for (let n = 0; opts.running(); n++) {
-      const key = `f${lane}-${n}`
-      const add = async (): Promise<string> => {
-        const job = await queue.add('c', { r: n }, { deduplication: { id: key, ttl: 60_000 }, attempts: 100 })
-        opts.acks.push({ id: job.id, jobId: null, key })
-        return job.id
-      }
-      const method = methods[randomInt(methods.length)] as string
-      try {
-        const owner = await add()
-        // Duplicates: the first is answered by Postgres and writes the entry, the next ones may come from Redis.
-        for (let i = 0; i < 3; i++) {
-          await add()
-          await sleep(2)
+  await Promise.all(
+    Array.from({ length: opts.lanes }, async (_, lane) => {
+      for (let n = 0; opts.running(); n++) {
+        const key = `f${lane}-${n}`
+        const add = async (): Promise<string> => {
+          const job = await queue.add('c', { r: n }, { deduplication: { id: key, ttl: 60_000 }, attempts: 100 })
+          opts.acks.push({ id: job.id, jobId: null, key })
+          return job.id
         }
-        if (!(await (removals[method] as (key: string) => Promise<boolean>)(key))) throw new Error('nothing removed')
-        if ((await add()) === owner) stats.stale++
-        stats.checked[method] = (stats.checked[method] ?? 0) + 1
-      } catch {
-        stats.faulted++
-        await sleep(20)
+        const method = methods[randomInt(methods.length)] as string
+        try {
+          const owner = await add()
+          // Duplicates: the first is answered by Postgres and writes the entry, the next ones may come from Redis.
+          for (let i = 0; i < 3; i++) {
+            await add()
+            await sleep(2)
+          }
+          if (!(await (removals[method] as (key: string) => Promise<boolean>)(key))) throw new Error('nothing removed')
+          if ((await add()) === owner) stats.stale++
+          stats.checked[method] = (stats.checked[method] ?? 0) + 1
+        } catch {
+          stats.faulted++
+          await sleep(20)
+        }
+        await sleep(randomInt(5, 30))
       }
-      await sleep(randomInt(5, 30))
-    }
-  }))
+    }),
+  )
   return stats
 }
 
@@ -154,8 +168,12 @@ export const frozenBackends = new Set<number>()
 
 /** SIGSTOPs the backend of a random cache listener of the run for 50 ms to 3 s; resolves once it is continued. */
 export async function freezeCacheListener(pool: pg.Pool, schema: string): Promise<boolean> {
-  const { rows } = await pool.query<{ pid: number }>('select pid from pg_stat_activity where datname = current_database() and application_name like $1',
-    [cacheListenerPattern(schema)]).catch(() => ({ rows: [] as { pid: number }[] }))
+  const { rows } = await pool
+    .query<{ pid: number }>(
+      'select pid from pg_stat_activity where datname = current_database() and application_name like $1',
+      [cacheListenerPattern(schema)],
+    )
+    .catch(() => ({ rows: [] as { pid: number }[] }))
   const victim = rows[randomInt(Math.max(rows.length, 1))]?.pid
   if (victim === undefined || frozenBackends.has(victim)) return false
   try {

@@ -25,12 +25,22 @@ import { fileURLToPath } from 'node:url'
 import pg from 'pg'
 import { Queue, Worker, migrate } from '../src/index.js'
 import {
-  CHAOS_REDIS, REDIS_URL, Remover, type ReAddStats, cacheListenerPattern, continueBackend, deleteRedisKeys, freezeCacheListener,
-  frozenBackends, reAdd, runRemover,
+  CHAOS_REDIS,
+  REDIS_URL,
+  Remover,
+  type ReAddStats,
+  cacheListenerPattern,
+  continueBackend,
+  deleteRedisKeys,
+  freezeCacheListener,
+  frozenBackends,
+  reAdd,
+  runRemover,
 } from './chaos-redis.js'
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms))
-const withApp = (url: string, name: string): string => `${url}${url.includes('?') ? '&' : '?'}application_name=${encodeURIComponent(name)}`
+const withApp = (url: string, name: string): string =>
+  `${url}${url.includes('?') ? '&' : '?'}application_name=${encodeURIComponent(name)}`
 
 const LEASE_MS = 1_500
 
@@ -51,10 +61,16 @@ async function runWorker(): Promise<void> {
   if (process.env.CHAOS_DEBUG) {
     const { EventEmitter } = await import('node:events')
     const emit = EventEmitter.prototype.emit
-    EventEmitter.prototype.emit = function (this: InstanceType<typeof EventEmitter>, name: string | symbol, ...args: unknown[]) {
+    EventEmitter.prototype.emit = function (
+      this: InstanceType<typeof EventEmitter>,
+      name: string | symbol,
+      ...args: unknown[]
+    ) {
       if (name === 'error' && this.listenerCount('error') === 0) {
         const c = this as unknown as Record<string, unknown> & { connectionParameters?: { application_name?: string } }
-        process.stderr.write(`DEBUG unhandled 'error' on ${this.constructor.name}: ${JSON.stringify({ app: c.connectionParameters?.application_name, pid: c.processID, uses: c._poolUseCount, queryable: c._queryable, ending: c._ending, connecting: c._connecting, connected: c._connected, })}\n${new Error('at').stack}\n`)
+        process.stderr.write(
+          `DEBUG unhandled 'error' on ${this.constructor.name}: ${JSON.stringify({ app: c.connectionParameters?.application_name, pid: c.processID, uses: c._poolUseCount, queryable: c._queryable, ending: c._ending, connecting: c._connecting, connected: c._connected })}\n${new Error('at').stack}\n`,
+        )
       }
       return emit.call(this, name, ...args)
     } as typeof emit
@@ -63,20 +79,35 @@ async function runWorker(): Promise<void> {
   process.on('unhandledRejection', crash('unhandledRejection'))
   const url = process.env.CHAOS_URL as string
   const schema = process.env.CHAOS_SCHEMA as string
-  const worker = new Worker<Record<string, unknown>>('chaos', async (job, ctx) => {
-    const effect = (n: number) => ctx.effect(`${job.id}:${n}`, async (tx) => {
-      await tx.query(`insert into "${schema}".chaos_effects (effect_key, job_id, pid) values ($1, $2, $3)`,
-        [`${job.id}:${n}`, job.id, process.pid])
-    })
-    await effect(1)
-    await sleep(randomInt(0, 40))
-    await effect(2)
-    await sleep(randomInt(0, 10))
-    return { by: process.pid }
-  }, {
-    connectionString: url, schema, concurrency: 4, leaseMs: LEASE_MS, heartbeatMs: 400, pollIntervalMs: 300,
-    maintenanceIntervalMs: 500, migrate: false, ...(CHAOS_REDIS ? { redis: REDIS_URL } : {}),
-  })
+  const worker = new Worker<Record<string, unknown>>(
+    'chaos',
+    async (job, ctx) => {
+      const effect = (n: number) =>
+        ctx.effect(`${job.id}:${n}`, async (tx) => {
+          await tx.query(`insert into "${schema}".chaos_effects (effect_key, job_id, pid) values ($1, $2, $3)`, [
+            `${job.id}:${n}`,
+            job.id,
+            process.pid,
+          ])
+        })
+      await effect(1)
+      await sleep(randomInt(0, 40))
+      await effect(2)
+      await sleep(randomInt(0, 10))
+      return { by: process.pid }
+    },
+    {
+      connectionString: url,
+      schema,
+      concurrency: 4,
+      leaseMs: LEASE_MS,
+      heartbeatMs: 400,
+      pollIntervalMs: 300,
+      maintenanceIntervalMs: 500,
+      migrate: false,
+      ...(CHAOS_REDIS ? { redis: REDIS_URL } : {}),
+    },
+  )
   let errors = 0
   worker.on('error', () => errors++)
   process.once('SIGTERM', () => {
@@ -137,16 +168,27 @@ async function runHarness(): Promise<void> {
     })
     child.stderr?.on('data', (c: Buffer) => (slot.stderr = (slot.stderr + c.toString()).slice(-4_000)))
     child.on('exit', (code, signal) => {
-      const expected = (slot.killedBy === 'SIGKILL' && signal === 'SIGKILL') || (slot.killedBy === 'SIGTERM' && code === 0)
-      if (!expected) crashes.push(`worker ${child.pid} exited (code ${code}, signal ${signal}) ${process.env.CHAOS_DEBUG ? slot.stderr : slot.stderr.trim().split('\n').slice(-3).join(' | ')}`)
+      const expected =
+        (slot.killedBy === 'SIGKILL' && signal === 'SIGKILL') || (slot.killedBy === 'SIGTERM' && code === 0)
+      if (!expected)
+        crashes.push(
+          `worker ${child.pid} exited (code ${code}, signal ${signal}) ${process.env.CHAOS_DEBUG ? slot.stderr : slot.stderr.trim().split('\n').slice(-3).join(' | ')}`,
+        )
     })
     return slot
   }
   for (let i = 0; i < 3; i++) slots.push(start())
 
-  const queue = new Queue('chaos', { connectionString: withApp(url, producerApp), schema, migrate: false, poolSize: 6,
-    ...(CHAOS_REDIS ? { redis: REDIS_URL } : {}) })
-  const remover = CHAOS_REDIS ? new Remover(file, { ...process.env, CHAOS_URL: withApp(url, producerApp), CHAOS_SCHEMA: schema }) : null
+  const queue = new Queue('chaos', {
+    connectionString: withApp(url, producerApp),
+    schema,
+    migrate: false,
+    poolSize: 6,
+    ...(CHAOS_REDIS ? { redis: REDIS_URL } : {}),
+  })
+  const remover = CHAOS_REDIS
+    ? new Remover(file, { ...process.env, CHAOS_URL: withApp(url, producerApp), CHAOS_SCHEMA: schema })
+    : null
   let cleaned = false
   const cleanup = async (): Promise<void> => {
     if (cleaned) return
@@ -171,7 +213,13 @@ async function runHarness(): Promise<void> {
     const acks: Ack[] = []
     let refused = 0
     let producing = true
-    const item = (): { name: string; data: unknown; opts: Record<string, unknown>; jobId: string | null; key: string | null } => {
+    const item = (): {
+      name: string
+      data: unknown
+      opts: Record<string, unknown>
+      jobId: string | null
+      key: string | null
+    } => {
       const r = randomInt(100)
       const base = { name: 'c', data: { r: randomInt(1e6) } }
       if (r < 30) {
@@ -212,12 +260,15 @@ async function runHarness(): Promise<void> {
       }
     }
     const producers = Array.from({ length: 4 }, producer)
-    const reAdding: Promise<ReAddStats | null> = remover === null ? Promise.resolve(null)
-      : reAdd({ queue, pool, schema, remover, lanes: 2, acks, running: () => producing })
+    const reAdding: Promise<ReAddStats | null> =
+      remover === null
+        ? Promise.resolve(null)
+        : reAdd({ queue, pool, schema, remover, lanes: 2, acks, running: () => producing })
 
     // -- faults ------------------------------------------------------------------------------------------------
     const faults = { kill: 0, freeze: 0, terminate: 0, 'listener stall': 0 }
-    const live = () => slots.filter((s) => s.killedBy === null && s.child.exitCode === null && s.child.signalCode === null)
+    const live = () =>
+      slots.filter((s) => s.killedBy === null && s.child.exitCode === null && s.child.signalCode === null)
     const pending: Promise<void>[] = []
     const until = Date.now() + seconds * 1000
     log(`chaos: schema ${schema}, ${seconds} s, 3 workers${CHAOS_REDIS ? `, Redis at ${REDIS_URL}` : ''}`)
@@ -233,25 +284,32 @@ async function runHarness(): Promise<void> {
         pending.push(sleep(randomInt(200, 800)).then(() => void slots.splice(slots.indexOf(s), 1, start())))
       } else if (CHAOS_REDIS && r < 40) {
         // A cache listener whose session stops delivering without closing.
-        pending.push(freezeCacheListener(pool, schema).then((frozen) => {
-          if (frozen) faults['listener stall']++
-        }))
+        pending.push(
+          freezeCacheListener(pool, schema).then((frozen) => {
+            if (frozen) faults['listener stall']++
+          }),
+        )
       } else if (r < 50 && running.length > 0) {
         const s = running[randomInt(running.length)]!
         s.stopped = true
         s.child.kill('SIGSTOP')
         faults.freeze++
-        pending.push(sleep(randomInt(300, 3 * LEASE_MS)).then(() => {
-          s.child.kill('SIGCONT')
-          s.stopped = false
-        }))
+        pending.push(
+          sleep(randomInt(300, 3 * LEASE_MS)).then(() => {
+            s.child.kill('SIGCONT')
+            s.stopped = false
+          }),
+        )
       } else {
         const pids = live().map((s) => s.child.pid)
-        const { rows } = await pool.query<{ pid: number }>(
-          `select pid from pg_stat_activity where datname = current_database() and (application_name = any($1)
+        const { rows } = await pool
+          .query<{ pid: number }>(
+            `select pid from pg_stat_activity where datname = current_database() and (application_name = any($1)
              or (application_name like 'pgonce-listener %' and substring(application_name from ':(\\d+):[0-9a-f]+$')::int = any($2))
              or application_name like $3)`,
-          [[workerApp, producerApp], pids, CHAOS_REDIS ? cacheListenerPattern(schema) : '']).catch(() => ({ rows: [] as { pid: number }[] }))
+            [[workerApp, producerApp], pids, CHAOS_REDIS ? cacheListenerPattern(schema) : ''],
+          )
+          .catch(() => ({ rows: [] as { pid: number }[] }))
         for (let n = randomInt(1, 4); n > 0 && rows.length > 0; n--) {
           const [victim] = rows.splice(randomInt(rows.length), 1)
           await pool.query('select pg_terminate_backend($1)', [victim!.pid]).catch(() => {})
@@ -264,12 +322,16 @@ async function runHarness(): Promise<void> {
     producing = false
     await Promise.all(producers)
     const reAdds = await reAdding
-    log(`faults: ${faults.kill} SIGKILLs, ${faults.freeze} freezes, ${faults.terminate} backends terminated` +
-      (CHAOS_REDIS ? `, ${faults['listener stall']} cache listener stalls` : ''))
+    log(
+      `faults: ${faults.kill} SIGKILLs, ${faults.freeze} freezes, ${faults.terminate} backends terminated` +
+        (CHAOS_REDIS ? `, ${faults['listener stall']} cache listener stalls` : ''),
+    )
     log(`adds: ${acks.length} acknowledged, ${refused} refused (errors the callers saw)`)
     if (reAdds !== null) {
-      log(`re-adds after a removal: ${JSON.stringify(reAdds.checked)} checked, ${reAdds.faulted} given up on a fault, ` +
-        `${reAdds.stale} answered by the removed key's owner; the producers' cache: ${JSON.stringify(queue.cacheOutcomes.snapshot())}`)
+      log(
+        `re-adds after a removal: ${JSON.stringify(reAdds.checked)} checked, ${reAdds.faulted} given up on a fault, ` +
+          `${reAdds.stale} answered by the removed key's owner; the producers' cache: ${JSON.stringify(queue.cacheOutcomes.snapshot())}`,
+      )
     }
 
     // -- drain -------------------------------------------------------------------------------------------------
@@ -277,7 +339,8 @@ async function runHarness(): Promise<void> {
     let left = -1
     while (Date.now() < drainUntil) {
       const { rows } = await pool.query<{ n: number }>(
-        `select count(*)::int as n from "${schema}".jobs where state in ('waiting', 'delayed', 'active')`)
+        `select count(*)::int as n from "${schema}".jobs where state in ('waiting', 'delayed', 'active')`,
+      )
       left = rows[0]!.n
       if (left === 0) break
       await sleep(250)
@@ -291,35 +354,57 @@ async function runHarness(): Promise<void> {
       s.killedBy = 'SIGTERM'
       s.child.kill('SIGTERM')
     }
-    await Promise.all(slots.map((s) => s.child.exitCode !== null || s.child.signalCode !== null ? Promise.resolve()
-      : Promise.race([new Promise((r) => s.child.once('exit', r)), sleep(20_000).then(() => {
-        crashes.push(`worker ${s.child.pid} did not exit within 20 s of SIGTERM`)
-        s.killedBy = 'SIGKILL'
-        s.child.kill('SIGKILL')
-      })])))
+    await Promise.all(
+      slots.map((s) =>
+        s.child.exitCode !== null || s.child.signalCode !== null
+          ? Promise.resolve()
+          : Promise.race([
+              new Promise((r) => s.child.once('exit', r)),
+              sleep(20_000).then(() => {
+                crashes.push(`worker ${s.child.pid} did not exit within 20 s of SIGTERM`)
+                s.killedBy = 'SIGKILL'
+                s.child.kill('SIGKILL')
+              }),
+            ]),
+      ),
+    )
 
     // -- check -------------------------------------------------------------------------------------------------
-    const { rows: [unaccounted] } = await pool.query<{ n: number; sample: string | null }>(
+    const {
+      rows: [unaccounted],
+    } = await pool.query<{ n: number; sample: string | null }>(
       `select count(*)::int as n, string_agg(a.id::text, ',') filter (where true) as sample
        from unnest($1::bigint[], $2::text[], $3::text[]) a(id, job_id, key)
        where not exists (select 1 from "${schema}".jobs j where j.id = a.id)
          and not (a.job_id is not null and exists (select 1 from "${schema}".jobs j where j.job_id = a.job_id))
          and not (a.key is not null and exists (select 1 from "${schema}".jobs j where j.queue = 'chaos' and j.dedup_key = a.key))`,
-      [acks.map((a) => a.id), acks.map((a) => a.jobId), acks.map((a) => a.key)])
-    const { rows: [missing] } = await pool.query<{ n: number }>(
+      [acks.map((a) => a.id), acks.map((a) => a.jobId), acks.map((a) => a.key)],
+    )
+    const {
+      rows: [missing],
+    } = await pool.query<{ n: number }>(
       `select count(*)::int as n from "${schema}".jobs j cross join generate_series(1, 2) e(n)
        where j.queue = 'chaos' and j.state = 'completed'
-         and not exists (select 1 from "${schema}".chaos_effects c where c.effect_key = j.id || ':' || e.n)`)
-    const { rows: [dup] } = await pool.query<{ n: number; sample: string | null }>(
+         and not exists (select 1 from "${schema}".chaos_effects c where c.effect_key = j.id || ':' || e.n)`,
+    )
+    const {
+      rows: [dup],
+    } = await pool.query<{ n: number; sample: string | null }>(
       `select count(*)::int as n, string_agg(effect_key, ',') as sample from (
-         select effect_key from "${schema}".chaos_effects group by 1 having count(*) > 1) d`)
-    const { rows: [tally] } = await pool.query<{ jobs: number; completed: number; failed: number; effects: number; ledger: number }>(
+         select effect_key from "${schema}".chaos_effects group by 1 having count(*) > 1) d`,
+    )
+    const {
+      rows: [tally],
+    } = await pool.query<{ jobs: number; completed: number; failed: number; effects: number; ledger: number }>(
       `select (select count(*)::int from "${schema}".jobs where queue = 'chaos') as jobs,
               (select count(*)::int from "${schema}".jobs where queue = 'chaos' and state = 'completed') as completed,
               (select count(*)::int from "${schema}".jobs where queue = 'chaos' and state = 'failed') as failed,
               (select count(*)::int from "${schema}".chaos_effects) as effects,
-              (select count(*)::int from "${schema}".processed_effects) as ledger`)
-    log(`jobs: ${tally!.jobs} (${tally!.completed} completed, ${tally!.failed} failed), ${tally!.effects} effect rows, ${tally!.ledger} ledger keys`)
+              (select count(*)::int from "${schema}".processed_effects) as ledger`,
+    )
+    log(
+      `jobs: ${tally!.jobs} (${tally!.completed} completed, ${tally!.failed} failed), ${tally!.effects} effect rows, ${tally!.ledger} ledger keys`,
+    )
     if (unaccounted!.n > 0) log(`lost adds: ${unaccounted!.n} (job ids ${unaccounted!.sample?.slice(0, 200)})`)
     if (missing!.n > 0) log(`completed jobs missing an effect: ${missing!.n}`)
     if (dup!.n > 0) log(`effect keys applied more than once: ${dup!.n} (${dup!.sample?.slice(0, 200)})`)

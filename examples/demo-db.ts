@@ -18,7 +18,10 @@ export interface JobOutcomes {
 }
 
 export class DemoDb {
-  constructor(private readonly pool: pg.Pool, readonly schema: string) {}
+  constructor(
+    private readonly pool: pg.Pool,
+    readonly schema: string,
+  ) {}
 
   private get s(): string {
     return `"${this.schema}"`
@@ -52,18 +55,29 @@ export class DemoDb {
       const counts: Record<string, number> = await queue.getJobCounts()
       const live = Object.entries(counts).reduce((n, [state, count]) => (TERMINAL.has(state) ? n : n + count), 0)
       if (live === 0) return
-      if (Date.now() > deadline) throw new Error(`jobs still pending or running after ${timeoutMs} ms: ${JSON.stringify(counts)}`)
+      if (Date.now() > deadline)
+        throw new Error(`jobs still pending or running after ${timeoutMs} ms: ${JSON.stringify(counts)}`)
       await new Promise((resolve) => setTimeout(resolve, 100))
     }
   }
 
   /** The state of one job (the one killed mid-send) and how often its push was sent. */
-  async jobAndSends(jobId: string): Promise<{ state: string; attempts: number; lastError: string | null; sends: number }> {
-    const { rows } = await this.pool.query<{ state: string; attempts: number; last_error: string | null; sends: number }>(`
+  async jobAndSends(
+    jobId: string,
+  ): Promise<{ state: string; attempts: number; lastError: string | null; sends: number }> {
+    const { rows } = await this.pool.query<{
+      state: string
+      attempts: number
+      last_error: string | null
+      sends: number
+    }>(
+      `
       select j.state, j.attempts, j.last_error,
         (select count(*)::int from ${this.s}.sent_notifications s
           where s.user_id = (j.data->>'userId')::int and s.comment_id = (j.data->>'commentId')::bigint) as sends
-      from ${this.s}.jobs j where j.id = $1`, [jobId])
+      from ${this.s}.jobs j where j.id = $1`,
+      [jobId],
+    )
     const row = rows[0]
     if (row === undefined) throw new Error(`job ${jobId} not found`)
     return { state: row.state, attempts: row.attempts, lastError: row.last_error, sends: row.sends }
@@ -71,7 +85,8 @@ export class DemoDb {
 
   /** How the jobs ended: runs that sent, runs that found their push in the ledger (by door), failed jobs, and rescues. */
   async jobOutcomes(): Promise<JobOutcomes> {
-    const { rows } = await this.pool.query<JobOutcomes>(`
+    const { rows } = await this.pool.query<JobOutcomes>(
+      `
       select
         count(*) filter (where state = 'completed' and result #>> '{}' = 'ran')::int as "sent",
         count(*) filter (where state = 'completed' and result #>> '{}' = 'duplicate-done' and data->>'via' = 'web')::int as "webLedgerSkips",
@@ -79,7 +94,9 @@ export class DemoDb {
         count(*) filter (where state = 'failed')::int as "failed",
         -- Housekeeping writes this when it takes a job back from a worker whose lease expired.
         count(*) filter (where last_error like 'lease expired%')::int as "rescued"
-      from ${this.s}.jobs where queue = $1`, [QUEUE])
+      from ${this.s}.jobs where queue = $1`,
+      [QUEUE],
+    )
     return rows[0] as JobOutcomes
   }
 
@@ -87,8 +104,22 @@ export class DemoDb {
    * Counts the sent_notifications rows of every posted (user, comment): `once` must be all of them, and no row
    * may name a (user, comment) that was never posted.
    */
-  async exactlyOnce(): Promise<{ expected: number; once: number; missing: number; repeated: number; strays: number; rows: number }> {
-    const { rows } = await this.pool.query<{ expected: number; once: number; missing: number; repeated: number; strays: number; rows: number }>(`
+  async exactlyOnce(): Promise<{
+    expected: number
+    once: number
+    missing: number
+    repeated: number
+    strays: number
+    rows: number
+  }> {
+    const { rows } = await this.pool.query<{
+      expected: number
+      once: number
+      missing: number
+      repeated: number
+      strays: number
+      rows: number
+    }>(`
       with per_comment as (
         select c.user_id, c.id, count(s.id) as n
         from ${this.s}.comments c
@@ -103,6 +134,13 @@ export class DemoDb {
           where not exists (select 1 from ${this.s}.comments c where c.id = s.comment_id and c.user_id = s.user_id)) as strays,
         (select count(*)::int from ${this.s}.sent_notifications) as rows
       from per_comment`)
-    return rows[0] as { expected: number; once: number; missing: number; repeated: number; strays: number; rows: number }
+    return rows[0] as {
+      expected: number
+      once: number
+      missing: number
+      repeated: number
+      strays: number
+      rows: number
+    }
   }
 }

@@ -76,25 +76,34 @@ export class Fleet {
   /** SIGTERM (a graceful close) to every live worker; SIGKILL to any still alive after a few seconds. */
   async stopAll(): Promise<void> {
     const alive = [...this.children].filter((c) => c.exitCode === null && c.signalCode === null)
-    await Promise.all(alive.map(async (child) => {
-      const exited = new Promise<boolean>((resolve) => child.once('exit', () => resolve(true)))
-      child.kill('SIGTERM')
-      let timer: NodeJS.Timeout | undefined
-      const late = new Promise<boolean>((resolve) => {
-        timer = setTimeout(() => resolve(false), STOP_TIMEOUT_MS)
-      })
-      if (!(await Promise.race([exited, late]))) {
-        child.kill('SIGKILL')
-        await exited
-      }
-      clearTimeout(timer)
-    }))
+    await Promise.all(
+      alive.map(async (child) => {
+        const exited = new Promise<boolean>((resolve) => child.once('exit', () => resolve(true)))
+        child.kill('SIGTERM')
+        let timer: NodeJS.Timeout | undefined
+        const late = new Promise<boolean>((resolve) => {
+          timer = setTimeout(() => resolve(false), STOP_TIMEOUT_MS)
+        })
+        if (!(await Promise.race([exited, late]))) {
+          child.kill('SIGKILL')
+          await exited
+        }
+        clearTimeout(timer)
+      }),
+    )
   }
 
   /** The next message of `type` from `child`; rejects if the child exits first or nothing comes in time. */
-  private next<T extends WorkerMessage['type']>(child: ChildProcess, type: T, timeoutMs: number): Promise<Extract<WorkerMessage, { type: T }>> {
+  private next<T extends WorkerMessage['type']>(
+    child: ChildProcess,
+    type: T,
+    timeoutMs: number,
+  ): Promise<Extract<WorkerMessage, { type: T }>> {
     return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => finish(new Error(`worker ${child.pid}: no '${type}' within ${timeoutMs} ms${this.diagnostics()}`)), timeoutMs)
+      const timer = setTimeout(
+        () => finish(new Error(`worker ${child.pid}: no '${type}' within ${timeoutMs} ms${this.diagnostics()}`)),
+        timeoutMs,
+      )
       const onMessage = (m: WorkerMessage): void => {
         if (m.type === type) finish(null, m as Extract<WorkerMessage, { type: T }>)
       }

@@ -65,7 +65,10 @@ export function planEvents(total: number, users: number, seed: number): EventPla
     if (kind === 'edit') editsSoFar.set(c.commentId, edit)
     const messageId = kind === 'edit' ? `comment-edited:${c.commentId}:${edit}` : postId(c.commentId)
     // Half a step past a whole lag: a duplicate never sorts before (or ties with) its post.
-    placed.push({ at: i + 1 + pick(kind === 'edit' ? MAX_EDIT_LAG : MAX_RETRY_LAG) + 0.5, event: { kind, ...c, messageId, edit } })
+    placed.push({
+      at: i + 1 + pick(kind === 'edit' ? MAX_EDIT_LAG : MAX_RETRY_LAG) + 0.5,
+      event: { kind, ...c, messageId, edit },
+    })
   }
   for (let n = 0; n < retries; n++) duplicate('retry')
   for (let n = 0; n < edits; n++) duplicate('edit')

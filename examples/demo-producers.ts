@@ -16,7 +16,13 @@ export const LANES = 4
 export type AddTally = Record<EventKind, Record<AddOutcome, number>>
 
 export function emptyTally(): AddTally {
-  const none = (): Record<AddOutcome, number> => ({ added: 0, 'duplicate-job-id': 0, 'duplicate-key': 0, extended: 0, replaced: 0 })
+  const none = (): Record<AddOutcome, number> => ({
+    added: 0,
+    'duplicate-job-id': 0,
+    'duplicate-key': 0,
+    extended: 0,
+    replaced: 0,
+  })
   return Object.fromEntries(EVENT_KINDS.map((k) => [k, none()])) as AddTally
 }
 
@@ -40,12 +46,14 @@ export class Producers {
   async fire(events: CommentEvent[]): Promise<void> {
     const lanes = Array.from({ length: LANES }, () => [] as CommentEvent[])
     for (const e of events) lanes[e.commentId % LANES]?.push(e)
-    await Promise.all(lanes.map(async (lane) => {
-      for (const e of lane) {
-        this.tally[e.kind][await this.fireOne(e)]++
-        this.onFired()
-      }
-    }))
+    await Promise.all(
+      lanes.map(async (lane) => {
+        for (const e of lane) {
+          this.tally[e.kind][await this.fireOne(e)]++
+          this.onFired()
+        }
+      }),
+    )
   }
 
   private async fireOne(e: CommentEvent): Promise<AddOutcome> {
@@ -53,12 +61,20 @@ export class Producers {
     const dedup = { deduplication: { id: `notify:${effectKey(e.userId, e.commentId)}`, ttl: DEDUP_TTL_MS } }
     switch (e.kind) {
       case 'post':
-        return this.inTransaction(`insert into "${this.schema}".comments (id, user_id, body) values ($1, $2, $3)`,
-          [e.commentId, e.userId, `comment ${e.commentId}`], data, { jobId: e.messageId, ...dedup })
+        return this.inTransaction(
+          `insert into "${this.schema}".comments (id, user_id, body) values ($1, $2, $3)`,
+          [e.commentId, e.userId, `comment ${e.commentId}`],
+          data,
+          { jobId: e.messageId, ...dedup },
+        )
       case 'edit':
         // An edit re-fires the event under a new message id; only the key says it is the same push.
-        return this.inTransaction(`update "${this.schema}".comments set body = $2, edits = edits + 1 where id = $1`,
-          [e.commentId, `comment ${e.commentId}, edit ${e.edit}`], data, { jobId: e.messageId, ...dedup })
+        return this.inTransaction(
+          `update "${this.schema}".comments set body = $2, edits = edits + 1 where id = $1`,
+          [e.commentId, `comment ${e.commentId}, edit ${e.edit}`],
+          data,
+          { jobId: e.messageId, ...dedup },
+        )
       case 'retry':
         // The web tier timed out waiting for the commit and sends the same request again: same message id.
         return outcomeOf(await this.queue.add('push', data, { jobId: e.messageId, attempts: ATTEMPTS, ...dedup }))
@@ -70,7 +86,12 @@ export class Producers {
   }
 
   /** The business write and the push's enqueue in one commit: no push for a comment that was rolled back. */
-  private async inTransaction(sql: string, values: unknown[], data: PushData, opts: { jobId: string; deduplication: { id: string; ttl: number } }): Promise<AddOutcome> {
+  private async inTransaction(
+    sql: string,
+    values: unknown[],
+    data: PushData,
+    opts: { jobId: string; deduplication: { id: string; ttl: number } },
+  ): Promise<AddOutcome> {
     const client = await this.app.connect()
     try {
       await client.query('begin')

@@ -22,15 +22,18 @@ export class Story {
 
   startBars(events: number, sends: number): void {
     if (!this.barsEnabled || this.bars !== null) return
-    this.bars = new cliProgress.MultiBar({
-      stream: process.stderr,
-      format: ' {label} {bar} {value}/{total}',
-      barsize: 40,
-      hideCursor: true,
-      clearOnComplete: false,
-      // The demo stops the bar itself on Ctrl-C, before it cleans up.
-      gracefulExit: false,
-    }, cliProgress.Presets.shades_classic)
+    this.bars = new cliProgress.MultiBar(
+      {
+        stream: process.stderr,
+        format: ' {label} {bar} {value}/{total}',
+        barsize: 40,
+        hideCursor: true,
+        clearOnComplete: false,
+        // The demo stops the bar itself on Ctrl-C, before it cleans up.
+        gracefulExit: false,
+      },
+      cliProgress.Presets.shades_classic,
+    )
     this.fired = this.bars.create(events, 0, { label: 'events fired' })
     this.sent = this.bars.create(sends, 0, { label: 'sends done  ' })
   }
@@ -51,9 +54,14 @@ export class Story {
     const timer = setInterval(() => {
       if (reading || this.sent === null) return
       reading = true
-      read().then((n) => this.sendsDone(n), () => {}).finally(() => {
-        reading = false
-      })
+      read()
+        .then(
+          (n) => this.sendsDone(n),
+          () => {},
+        )
+        .finally(() => {
+          reading = false
+        })
     }, ms)
     return () => clearInterval(timer)
   }

@@ -54,7 +54,8 @@ export function breakdownTable(o: Outcome): string {
 }
 
 export function summaryTable(o: Outcome): string {
-  const sum = (outcome: 'duplicate-job-id' | 'duplicate-key'): number => EVENT_KINDS.reduce((n, k) => n + o.tally[k][outcome], 0)
+  const sum = (outcome: 'duplicate-job-id' | 'duplicate-key'): number =>
+    EVENT_KINDS.reduce((n, k) => n + o.tally[k][outcome], 0)
   const table = new Table({ colAligns: ['left', 'right'], style: PLAIN })
   table.push(
     ['events fired', EVENT_KINDS.reduce((n, k) => n + fired(o.tally, k), 0)],

@@ -25,34 +25,38 @@ process.on('message', (message: HangNextSend) => {
   if (message.type === 'hang-next-send') hangNextSend = true
 })
 
-const worker = new Worker<PushData>(QUEUE, async (job, ctx) => {
-  const { userId, commentId } = job.data
-  // The stored result says whether this run sent the push or found it in the ledger.
-  return ctx.effect(effectKey(userId, commentId), async (tx) => {
-    await tx.query(
-      `insert into "${schema}".sent_notifications (user_id, comment_id, job_id, worker_pid) values ($1, $2, $3, $4)`,
-      [userId, commentId, job.id, process.pid],
-    )
-    if (hangNextSend) {
-      hangNextSend = false
-      tell({ type: 'sending', jobId: job.id, userId, commentId })
-      // Heartbeats keep the lease while this hangs: only the kill ends it.
-      await sleep(60_000)
-    } else {
-      await sleep(sendMs) // the push provider's latency
-    }
-  })
-}, {
-  connectionString,
-  schema,
-  concurrency: Number(env('DEMO_CONCURRENCY')),
-  leaseMs,
-  // Housekeeping (which rescues expired leases) runs often, so that a dead worker's jobs come back soon after its lease.
-  maintenanceIntervalMs: 500,
-  // A small prefetch: a killed worker strands what it holds until its lease expires.
-  batchSize: 32,
-  migrate: false,
-})
+const worker = new Worker<PushData>(
+  QUEUE,
+  async (job, ctx) => {
+    const { userId, commentId } = job.data
+    // The stored result says whether this run sent the push or found it in the ledger.
+    return ctx.effect(effectKey(userId, commentId), async (tx) => {
+      await tx.query(
+        `insert into "${schema}".sent_notifications (user_id, comment_id, job_id, worker_pid) values ($1, $2, $3, $4)`,
+        [userId, commentId, job.id, process.pid],
+      )
+      if (hangNextSend) {
+        hangNextSend = false
+        tell({ type: 'sending', jobId: job.id, userId, commentId })
+        // Heartbeats keep the lease while this hangs: only the kill ends it.
+        await sleep(60_000)
+      } else {
+        await sleep(sendMs) // the push provider's latency
+      }
+    })
+  },
+  {
+    connectionString,
+    schema,
+    concurrency: Number(env('DEMO_CONCURRENCY')),
+    leaseMs,
+    // Housekeeping (which rescues expired leases) runs often, so that a dead worker's jobs come back soon after its lease.
+    maintenanceIntervalMs: 500,
+    // A small prefetch: a killed worker strands what it holds until its lease expires.
+    batchSize: 32,
+    migrate: false,
+  },
+)
 worker.on('error', (err) => tell({ type: 'error', message: err.message }))
 
 let stopping = false

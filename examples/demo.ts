@@ -37,7 +37,9 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
 
 async function run(): Promise<boolean> {
   const started = performance.now()
-  story.say(`pgonce demo: a notification service gets ${config.events} comment events for ${config.users} users, duplicates and all`)
+  story.say(
+    `pgonce demo: a notification service gets ${config.events} comment events for ${config.users} users, duplicates and all`,
+  )
 
   const server = await startPostgres()
   cleanup.add('stop postgres', () => server.stop())
@@ -61,16 +63,23 @@ async function run(): Promise<boolean> {
   const queue = new Queue<PushData>(QUEUE, { connectionString, schema, migrate: false, poolSize: LANES })
   cleanup.add('close the queue', () => queue.close())
   const fleet = new Fleet({
-    DEMO_DATABASE_URL: connectionString, DEMO_SCHEMA: schema, DEMO_SEND_MS: String(config.sendMs),
-    DEMO_LEASE_MS: String(config.leaseMs), DEMO_CONCURRENCY: String(config.concurrency),
+    DEMO_DATABASE_URL: connectionString,
+    DEMO_SCHEMA: schema,
+    DEMO_SEND_MS: String(config.sendMs),
+    DEMO_LEASE_MS: String(config.leaseMs),
+    DEMO_CONCURRENCY: String(config.concurrency),
   })
   cleanup.add('stop the workers', () => fleet.stopAll())
   const workers = await Promise.all(Array.from({ length: config.workers }, () => fleet.start()))
-  story.say(`workers: ${workers.length} processes (pid ${workers.map((w) => w.pid).join(', ')}), ${config.concurrency} handlers each, lease ${config.leaseMs / 1000} s`)
+  story.say(
+    `workers: ${workers.length} processes (pid ${workers.map((w) => w.pid).join(', ')}), ${config.concurrency} handlers each, lease ${config.leaseMs / 1000} s`,
+  )
 
   const plan = planEvents(config.events, config.users, config.seed)
   const count = (kind: EventKind): number => plan.web.filter((e) => e.kind === kind).length
-  story.say(`web tier: ${count('post')} comments posted (row + queue.add in one transaction), ${count('retry')} requests retried, ${count('edit')} comments edited`)
+  story.say(
+    `web tier: ${count('post')} comments posted (row + queue.add in one transaction), ${count('retry')} requests retried, ${count('edit')} comments edited`,
+  )
 
   // The story's second act: a third of the way in, one worker dies inside a send and another takes its place.
   const [victim] = workers
@@ -79,8 +88,12 @@ async function run(): Promise<boolean> {
   let killing: Promise<KilledSend> | null = null
   const killAndReplace = async (): Promise<KilledSend> => {
     const { killed, replacement } = await fleet.replaceDuringSend(victim)
-    story.say(`kill: SIGKILL to worker ${killed.pid} inside the send of job ${killed.jobId} (push to user ${killed.userId} about comment ${killed.commentId})`)
-    story.say(`restart: worker ${replacement.pid} replaces it; the dead worker's jobs come back once its lease runs out`)
+    story.say(
+      `kill: SIGKILL to worker ${killed.pid} inside the send of job ${killed.jobId} (push to user ${killed.userId} about comment ${killed.commentId})`,
+    )
+    story.say(
+      `restart: worker ${replacement.pid} replaces it; the dead worker's jobs come back once its lease runs out`,
+    )
     return killed
   }
 
@@ -102,12 +115,16 @@ async function run(): Promise<boolean> {
 
   const webStarted = performance.now()
   await producers.fire(plan.web)
-  story.say(`web tier: ${plan.web.length} events fired in ${seconds(webStarted)}; waiting for the workers (and for the rescue)`)
+  story.say(
+    `web tier: ${plan.web.length} events fired in ${seconds(webStarted)}; waiting for the workers (and for the rescue)`,
+  )
   if (killing === null) throw new Error('the kill never started')
   const killed = await (killing as Promise<KilledSend>)
   await db.waitForDrain(queue, DRAIN_TIMEOUT_MS)
 
-  story.say(`broker: ${plan.broker.length} messages delivered again after their jobs ran (enqueued by message id, no dedup key)`)
+  story.say(
+    `broker: ${plan.broker.length} messages delivered again after their jobs ran (enqueued by message id, no dedup key)`,
+  )
   await producers.fire(plan.broker)
   await db.waitForDrain(queue, DRAIN_TIMEOUT_MS)
   stopFollowing()
@@ -118,20 +135,39 @@ async function run(): Promise<boolean> {
 }
 
 /** Prints the tables and the verdicts, all read back from the database; true when every push went out exactly once. */
-async function report(db: DemoDb, producers: Producers, fleet: Fleet, killed: KilledSend, posted: number): Promise<boolean> {
+async function report(
+  db: DemoDb,
+  producers: Producers,
+  fleet: Fleet,
+  killed: KilledSend,
+  posted: number,
+): Promise<boolean> {
   const jobs = await db.jobOutcomes()
   const check = await db.exactlyOnce()
   const victim = await db.jobAndSends(killed.jobId)
-  const rescuedOnce = victim.state === 'completed' && victim.attempts >= 2 && victim.sends === 1 && victim.lastError?.startsWith('lease expired') === true
-  story.say(`the killed send: job ${killed.jobId} is ${victim.state} after ${victim.attempts} attempts${victim.lastError?.startsWith('lease expired') ? ', rescued after its lease' : ''}; its push was sent ${victim.sends} time${victim.sends === 1 ? '' : 's'}`)
+  const rescuedOnce =
+    victim.state === 'completed' &&
+    victim.attempts >= 2 &&
+    victim.sends === 1 &&
+    victim.lastError?.startsWith('lease expired') === true
+  story.say(
+    `the killed send: job ${killed.jobId} is ${victim.state} after ${victim.attempts} attempts${victim.lastError?.startsWith('lease expired') ? ', rescued after its lease' : ''}; its push was sent ${victim.sends} time${victim.sends === 1 ? '' : 's'}`,
+  )
   story.say('')
   story.say(breakdownTable({ tally: producers.tally, jobs, sent: check.rows }))
   story.say(summaryTable({ tally: producers.tally, jobs, sent: check.rows }))
 
-  const once = check.expected === posted && check.once === posted && check.repeated === 0 && check.missing === 0 && check.strays === 0
+  const once =
+    check.expected === posted &&
+    check.once === posted &&
+    check.repeated === 0 &&
+    check.missing === 0 &&
+    check.strays === 0
   story.say(`exactly once: ${once ? 'yes' : 'NO'}`)
-  story.say(`  (sent_notifications grouped by (user, comment): ${check.once} of ${posted} posted comments notified once, ` +
-    `${check.missing} never, ${check.repeated} more than once; ${check.strays} rows for comments never posted)`)
+  story.say(
+    `  (sent_notifications grouped by (user, comment): ${check.once} of ${posted} posted comments notified once, ` +
+      `${check.missing} never, ${check.repeated} more than once; ${check.strays} rows for comments never posted)`,
+  )
   if (!rescuedOnce) story.say(`the killed job was not rescued and sent once: ${JSON.stringify(victim)}`)
   for (const error of fleet.errors) process.stderr.write(`${error}\n`)
   if (fleet.output() !== '') process.stderr.write(`worker stderr:\n${fleet.output()}`)

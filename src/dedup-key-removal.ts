@@ -13,10 +13,27 @@ import { sqlFor } from './db/sql-files.js'
  * caller's transaction. `held`: whether the key was held when it was deleted. Outside a caller's transaction, it
  * returns once no process answers the key from Redis (without `cache`, after the wait its statement asks for).
  */
-export async function removeDedupKey(execute: Execute, cache: Cache | undefined, schema: string, queue: string, key: string,
-  jobId: string | null, inCallerTx: boolean): Promise<{ deleted: boolean; held: boolean }> {
-  const [row] = await endingFacts(cache, () => [dedupFact(queue, key)], inCallerTx,
-    () => execute<{ deleted: boolean; held: boolean } & SettleRow>(sqlFor('remove-dedup-key', schema), [queue, key, jobId, !inCallerTx]),
-    settleOf)
+export async function removeDedupKey(
+  execute: Execute,
+  cache: Cache | undefined,
+  schema: string,
+  queue: string,
+  key: string,
+  jobId: string | null,
+  inCallerTx: boolean,
+): Promise<{ deleted: boolean; held: boolean }> {
+  const [row] = await endingFacts(
+    cache,
+    () => [dedupFact(queue, key)],
+    inCallerTx,
+    () =>
+      execute<{ deleted: boolean; held: boolean } & SettleRow>(sqlFor('remove-dedup-key', schema), [
+        queue,
+        key,
+        jobId,
+        !inCallerTx,
+      ]),
+    settleOf,
+  )
   return { deleted: row?.deleted ?? false, held: row?.held ?? false }
 }

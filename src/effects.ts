@@ -57,7 +57,15 @@ export type EffectOutcome = RunOnceOutcome | 'claim-lost' | 'recorded'
 /** Default `claimTtl`: five minutes. */
 export const DEFAULT_CLAIM_TTL_MS = 300_000
 
-const OPTION_KEYS = [...CONNECTION_OPTION_KEYS, 'schema', 'logger', 'migrate', 'poolSize', 'preparedStatements', 'redis'] as const
+const OPTION_KEYS = [
+  ...CONNECTION_OPTION_KEYS,
+  'schema',
+  'logger',
+  'migrate',
+  'poolSize',
+  'preparedStatements',
+  'redis',
+] as const
 const RUN_ONCE_KEYS = ['claimTtl', 'doneTtl'] as const
 /** A claim read that finds the row gone or expired retries the claim; this bounds a pathological loop. */
 const MAX_CLAIM_ROUNDS = 100
@@ -93,7 +101,8 @@ export class Effects {
     this.schema = checkSchema(opts.schema, 'options.schema')
     const poolSize = opts.poolSize === undefined ? 10 : checkInteger(opts.poolSize, 'options.poolSize', 1, 1000)
     const migrateOnFirstUse = opts.migrate === undefined || checkBoolean(opts.migrate, 'options.migrate')
-    this.named = opts.preparedStatements === undefined || checkBoolean(opts.preparedStatements, 'options.preparedStatements')
+    this.named =
+      opts.preparedStatements === undefined || checkBoolean(opts.preparedStatements, 'options.preparedStatements')
     this.#logger = checkLogger(opts.logger, 'options.logger').child({ component: 'pgonce.effects' })
     const { pool, owned, bounds } = openPool(opts, this.#logger, poolSize)
     this.#pool = pool
@@ -101,7 +110,11 @@ export class Effects {
     this.#closeBoundMs = bounds.answerMs
     this.#ready = new SchemaReady(pool, this.schema, this.#logger, migrateOnFirstUse)
     const redis = checkRedisOption(opts.redis, 'options.redis')
-    const cache = shared?.cache ?? (redis === undefined ? undefined : new Cache({ redis, pool, schema: this.schema, named: this.named, logger: this.#logger }))
+    const cache =
+      shared?.cache ??
+      (redis === undefined
+        ? undefined
+        : new Cache({ redis, pool, schema: this.schema, named: this.named, logger: this.#logger }))
     this.ownsCache = shared?.cache === undefined
     this.#cache = cache && new EffectsCache(cache)
     this.cacheOutcomes = cache?.outcomes ?? new Counters<CacheOutcome>()
@@ -121,7 +134,8 @@ export class Effects {
     checkText(key, 'key')
     if (typeof work !== 'function') fail('INVALID_TYPE', 'work', 'must be a function')
     const o = checkOptions<RunOnceOptions>(opts, 'opts', RUN_ONCE_KEYS)
-    const claimTtl = o.claimTtl === undefined ? DEFAULT_CLAIM_TTL_MS : checkInteger(o.claimTtl, 'opts.claimTtl', 1, MAX_DURATION_MS)
+    const claimTtl =
+      o.claimTtl === undefined ? DEFAULT_CLAIM_TTL_MS : checkInteger(o.claimTtl, 'opts.claimTtl', 1, MAX_DURATION_MS)
     const doneTtl = o.doneTtl === undefined ? null : checkInteger(o.doneTtl, 'opts.doneTtl', 1, MAX_DURATION_MS)
     const execute = await this.executor()
     if (await this.#cache?.claimDone(key)) return this.decided('duplicate-done', key)
@@ -182,8 +196,13 @@ export class Effects {
     const inTx = tx === undefined ? undefined : executorFor(tx, 'options.tx', this.named)
     const pooled = await this.executor()
     const execute = inTx ?? pooled
-    await endingFacts(this.#cache?.cache, () => 'all', tx !== undefined,
-      () => execute<SettleRow>(sqlFor('set-ledger-retention', this.schema), [value, tx === undefined]), settleOf)
+    await endingFacts(
+      this.#cache?.cache,
+      () => 'all',
+      tx !== undefined,
+      () => execute<SettleRow>(sqlFor('set-ledger-retention', this.schema), [value, tx === undefined]),
+      settleOf,
+    )
   }
 
   /** @internal Checks `key`, migrates on first use; true when `key` is known recorded (from Redis): no statement needed. */
@@ -205,19 +224,31 @@ export class Effects {
   async close(): Promise<void> {
     if (this.closed) return
     this.closed = true
-    await closeWithin(this.#closeBoundMs, async () => {
-      await this.#ready.settle()
-      if (this.ownsCache) await this.#cache?.cache.close()
-      await this.#owned?.end()
-    }, () => this.#owned?.abandon())
+    await closeWithin(
+      this.#closeBoundMs,
+      async () => {
+        await this.#ready.settle()
+        if (this.ownsCache) await this.#cache?.cache.close()
+        await this.#owned?.end()
+      },
+      () => this.#owned?.abandon(),
+    )
   }
 
   /** Takes the claim (null), or says why not; loops while the holder vanishes or expires between the two reads. */
-  private async claim(execute: Execute, key: string, token: string, claimTtl: number): Promise<Exclude<RunOnceOutcome, 'ran'> | null> {
+  private async claim(
+    execute: Execute,
+    key: string,
+    token: string,
+    claimTtl: number,
+  ): Promise<Exclude<RunOnceOutcome, 'ran'> | null> {
     for (let round = 0; round < MAX_CLAIM_ROUNDS; round++) {
       const claimed = await execute(sqlFor('effects-claim', this.schema), [key, token, claimTtl])
       if (claimed.length > 0) return null
-      const [row] = await execute<{ state: 'running' | 'done'; held: boolean }>(sqlFor('effects-claim-state', this.schema), [key])
+      const [row] = await execute<{ state: 'running' | 'done'; held: boolean }>(
+        sqlFor('effects-claim-state', this.schema),
+        [key],
+      )
       if (row?.held) return row.state === 'done' ? 'duplicate-done' : 'duplicate-running'
     }
     throw new Error(`pgonce: could not claim or read execution key '${key}' after ${MAX_CLAIM_ROUNDS} rounds`)
@@ -239,7 +270,10 @@ export class Effects {
         const rows = await execute(sqlFor('effects-complete', this.schema), [key, token, doneTtl])
         if (rows.length > 0) return
         this.outcomes.increment('claim-lost')
-        this.#logger.warn({ key }, 'pgonce: claim lost before completion (expired and taken over, or removed); the work may have run twice')
+        this.#logger.warn(
+          { key },
+          'pgonce: claim lost before completion (expired and taken over, or removed); the work may have run twice',
+        )
         return
       } catch (err) {
         if (attempt >= COMPLETE_ATTEMPTS) {

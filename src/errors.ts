@@ -67,8 +67,10 @@ export class QueryTimeoutError extends Error {
     /** The driver's error. */
     override readonly cause: unknown,
   ) {
-    super(`pgonce: statement ${statement} was stopped by ${code === '55P03' ? 'lock_timeout' : 'statement_timeout (or a cancel request)'} ` +
-      `(SQLSTATE ${code}); nothing it would have written was written: ${(cause as Error)?.message ?? String(cause)}`)
+    super(
+      `pgonce: statement ${statement} was stopped by ${code === '55P03' ? 'lock_timeout' : 'statement_timeout (or a cancel request)'} ` +
+        `(SQLSTATE ${code}); nothing it would have written was written: ${(cause as Error)?.message ?? String(cause)}`,
+    )
   }
 }
 
@@ -95,9 +97,16 @@ export class DatabaseTimeoutError extends Error {
     /** The driver's error. */
     override readonly cause: unknown,
   ) {
-    super(`pgonce: ${server} ${code === 'CONNECT_TIMEOUT' ? 'did not accept a connection'
-      : code === 'POOL_TIMEOUT' ? 'kept every connection of the pool busy' : `did not answer statement ${statement ?? 'sql'}`} ` +
-      `within ${timeoutMs} ms (${code === 'ANSWER_TIMEOUT' ? 'statementTimeoutMs and its grace; whether it was written is unknown' : 'connectTimeoutMs'})`)
+    super(
+      `pgonce: ${server} ${
+        code === 'CONNECT_TIMEOUT'
+          ? 'did not accept a connection'
+          : code === 'POOL_TIMEOUT'
+            ? 'kept every connection of the pool busy'
+            : `did not answer statement ${statement ?? 'sql'}`
+      } ` +
+        `within ${timeoutMs} ms (${code === 'ANSWER_TIMEOUT' ? 'statementTimeoutMs and its grace; whether it was written is unknown' : 'connectTimeoutMs'})`,
+    )
   }
 }
 
@@ -139,8 +148,10 @@ export class SchemaNewerError extends Error {
     /** The migrations' filenames this version does not know, in order. */
     readonly unknownMigrations: readonly string[],
   ) {
-    super(`pgonce: schema ${schema} was migrated by a newer pgonce (migrations this version does not ship: ` +
-      `${unknownMigrations.join(', ')}); run one version per schema at a time: upgrade this process, or stop it`)
+    super(
+      `pgonce: schema ${schema} was migrated by a newer pgonce (migrations this version does not ship: ` +
+        `${unknownMigrations.join(', ')}); run one version per schema at a time: upgrade this process, or stop it`,
+    )
   }
 }
 
@@ -158,12 +169,15 @@ export class SchemaHistoryError extends Error {
     /** The recorded migrations' filenames from the first that differs from the one this version ships on, in order. */
     readonly divergedMigrations: readonly string[],
   ) {
-    const list = divergedMigrations.length > 3
-      ? `${divergedMigrations[0]}, …, ${divergedMigrations.at(-1)} (${divergedMigrations.length} migrations)`
-      : divergedMigrations.join(', ')
-    super(`pgonce: schema ${schema} was migrated with a migration history this version does not continue (${list}): ` +
-      `pgonce's migrations before its first release were replaced by one baseline, and no upgrade leads from them. ` +
-      `Drop the schema (drop schema "${schema}" cascade: its jobs go with it) and migrate again`)
+    const list =
+      divergedMigrations.length > 3
+        ? `${divergedMigrations[0]}, …, ${divergedMigrations.at(-1)} (${divergedMigrations.length} migrations)`
+        : divergedMigrations.join(', ')
+    super(
+      `pgonce: schema ${schema} was migrated with a migration history this version does not continue (${list}): ` +
+        `pgonce's migrations before its first release were replaced by one baseline, and no upgrade leads from them. ` +
+        `Drop the schema (drop schema "${schema}" cascade: its jobs go with it) and migrate again`,
+    )
   }
 }
 

@@ -7,7 +7,14 @@ export type { JobState, AddOutcome, Backoff, JobJson } from './job.js'
 export type { JobOptions, DeduplicationOptions } from './admission/request.js'
 export { migrate } from './migrate/runner.js'
 export type { MigrateOptions } from './migrate/runner.js'
-export { ValidationError, DeduplicationError, LeaseLostError, QueryTimeoutError, JobCancelledError, SchemaNewerError } from './errors.js'
+export {
+  ValidationError,
+  DeduplicationError,
+  LeaseLostError,
+  QueryTimeoutError,
+  JobCancelledError,
+  SchemaNewerError,
+} from './errors.js'
 export { SchemaHistoryError } from './errors.js'
 export { DatabaseTimeoutError, SetupError } from './errors.js'
 export type { ValidationCode, QueryTimeoutCode, DeduplicationCode } from './errors.js'

@@ -11,7 +11,15 @@ export type JobState = 'waiting' | 'delayed' | 'waiting-children' | 'active' | '
 /** How an add was decided (docs/deduplication.md). */
 export type AddOutcome = 'added' | 'duplicate-job-id' | 'duplicate-key' | 'extended' | 'replaced'
 
-export const JOB_STATES: readonly JobState[] = ['waiting', 'delayed', 'waiting-children', 'active', 'completed', 'failed', 'cancelled']
+export const JOB_STATES: readonly JobState[] = [
+  'waiting',
+  'delayed',
+  'waiting-children',
+  'active',
+  'completed',
+  'failed',
+  'cancelled',
+]
 
 /** Backoff between attempts, as stored. */
 export interface Backoff {
@@ -137,12 +145,28 @@ export class Job<Data = unknown> {
   /** The job's public fields, for `JSON.stringify(job)`, `res.json(job)` and loggers. */
   toJSON(): JobJson<Data> {
     return {
-      id: this.id, jobId: this.jobId, name: this.name, queue: this.queue, data: this.data, state: this.state,
-      attempts: this.attempts, maxAttempts: this.maxAttempts, priority: this.priority, backoff: this.backoff,
-      runAt: this.runAt, createdAt: this.createdAt, startedAt: this.startedAt, finishedAt: this.finishedAt,
-      result: this.result, progress: this.progress, cancelRequestedAt: this.cancelRequestedAt,
-      deduplicationId: this.deduplicationId, failedReason: this.failedReason, stacktrace: this.stacktrace,
-      deduplicated: this.deduplicated, outcome: this.outcome,
+      id: this.id,
+      jobId: this.jobId,
+      name: this.name,
+      queue: this.queue,
+      data: this.data,
+      state: this.state,
+      attempts: this.attempts,
+      maxAttempts: this.maxAttempts,
+      priority: this.priority,
+      backoff: this.backoff,
+      runAt: this.runAt,
+      createdAt: this.createdAt,
+      startedAt: this.startedAt,
+      finishedAt: this.finishedAt,
+      result: this.result,
+      progress: this.progress,
+      cancelRequestedAt: this.cancelRequestedAt,
+      deduplicationId: this.deduplicationId,
+      failedReason: this.failedReason,
+      stacktrace: this.stacktrace,
+      deduplicated: this.deduplicated,
+      outcome: this.outcome,
     }
   }
 }

@@ -28,7 +28,11 @@ export const silentLogger: Logger = {
 export function checkLogger(value: unknown, field: string): Logger {
   if (value === undefined) return silentLogger
   const methods = ['debug', 'info', 'warn', 'error', 'child'] as const
-  if (typeof value !== 'object' || value === null || methods.some((m) => typeof (value as Record<string, unknown>)[m] !== 'function')) {
+  if (
+    typeof value !== 'object' ||
+    value === null ||
+    methods.some((m) => typeof (value as Record<string, unknown>)[m] !== 'function')
+  ) {
     throw new ValidationError('INVALID_TYPE', field, `must be a pino-compatible logger (${methods.join(', ')})`)
   }
   return value as Logger

@@ -57,12 +57,17 @@ const MAX_ROUNDS = 50
 export async function runMaintenance(options: MaintenanceOptions): Promise<MaintenanceResult> {
   const opts = checkOptions<MaintenanceOptions>(options, 'options', OPTION_KEYS)
   const schema = checkSchema(opts.schema, 'options.schema')
-  const batchSize = opts.batchSize === undefined ? DEFAULT_BATCH_SIZE : checkInteger(opts.batchSize, 'options.batchSize', 1, 100_000)
+  const batchSize =
+    opts.batchSize === undefined ? DEFAULT_BATCH_SIZE : checkInteger(opts.batchSize, 'options.batchSize', 1, 100_000)
   const logger = checkLogger(opts.logger, 'options.logger').child({ component: 'pgonce.maintenance' })
-  if (opts.signal !== undefined && !(opts.signal instanceof AbortSignal)) fail('INVALID_TYPE', 'options.signal', 'must be an AbortSignal')
+  if (opts.signal !== undefined && !(opts.signal instanceof AbortSignal))
+    fail('INVALID_TYPE', 'options.signal', 'must be an AbortSignal')
   const { pool, owned } = openPool(opts, logger, 1)
   try {
-    return await housekeepingRound(pool, schema, logger, { batchSize, ...(opts.signal === undefined ? {} : { signal: opts.signal }) })
+    return await housekeepingRound(pool, schema, logger, {
+      batchSize,
+      ...(opts.signal === undefined ? {} : { signal: opts.signal }),
+    })
   } finally {
     await owned?.end()
   }
@@ -83,9 +88,22 @@ export interface RoundSettings {
 }
 
 /** One round of every housekeeping step, under the schema's housekeeping lock batch by batch (runMaintenance's work). */
-export async function housekeepingRound(pool: pg.Pool, schema: string, logger: Logger, settings: RoundSettings): Promise<MaintenanceResult> {
+export async function housekeepingRound(
+  pool: pg.Pool,
+  schema: string,
+  logger: Logger,
+  settings: RoundSettings,
+): Promise<MaintenanceResult> {
   const { batchSize } = settings
-  const result: MaintenanceResult = { rescued: 0, expiredKeys: 0, expiredClaims: 0, promoted: 0, pruned: 0, prunedEffects: 0, ran: false }
+  const result: MaintenanceResult = {
+    rescued: 0,
+    expiredKeys: 0,
+    expiredClaims: 0,
+    promoted: 0,
+    pruned: 0,
+    prunedEffects: 0,
+    ran: false,
+  }
   const round = new Round(pool, logger, schema, settings.pace ?? 0, settings.signal)
   const steps: [keyof MaintenanceResult, () => Promise<number>][] = [
     ['rescued', () => round.drain('rescue-expired-leases', [batchSize])],
@@ -105,7 +123,15 @@ export async function housekeepingRound(pool: pg.Pool, schema: string, logger: L
   }
   result.ran = round.ran
   if (result.rescued > 0) instruments().rescued.add(result.rescued, { 'pgonce.schema': schema })
-  if (result.rescued + result.expiredKeys + result.expiredClaims + result.promoted + result.pruned + result.prunedEffects > 0) {
+  if (
+    result.rescued +
+      result.expiredKeys +
+      result.expiredClaims +
+      result.promoted +
+      result.pruned +
+      result.prunedEffects >
+    0
+  ) {
     logger.info({ ...result, schema }, 'pgonce: housekeeping')
   }
   return result
@@ -126,8 +152,13 @@ class Round {
   /** This round has written its pause there. */
   private paused = false
 
-  constructor(readonly pool: pg.Pool, private readonly logger: Logger, readonly schema: string,
-    private readonly pace: number, private readonly signal: AbortSignal | undefined) {}
+  constructor(
+    readonly pool: pg.Pool,
+    private readonly logger: Logger,
+    readonly schema: string,
+    private readonly pace: number,
+    private readonly signal: AbortSignal | undefined,
+  ) {}
 
   /**
    * Repeats a batch statement returning `count` until a batch is not full (or MAX_ROUNDS); returns the total. A paced
@@ -151,16 +182,25 @@ class Round {
    */
   private batch(file: string, values: unknown[], limit: number): Promise<{ count: number; pauseMs: number }> {
     return inTransaction(this.pool, this.logger, async (client) => {
-      const { rows: [lock] } = await client.query<{ locked: boolean }>(sqlFor('try-maintenance-lock', this.schema), [this.schema, this.runner])
+      const {
+        rows: [lock],
+      } = await client.query<{ locked: boolean }>(sqlFor('try-maintenance-lock', this.schema), [
+        this.schema,
+        this.runner,
+      ])
       if (lock?.locked !== true) {
         this.lockTaken = true
         return { count: 0, pauseMs: 0 }
       }
       this.ran = true
-      const { rows: [row] } = await client.query<{ count: number }>(sqlFor(file, this.schema), values)
+      const {
+        rows: [row],
+      } = await client.query<{ count: number }>(sqlFor(file, this.schema), values)
       const count = row?.count ?? 0
       if (this.pace === 0 || count < limit) return { count, pauseMs: 0 }
-      const { rows: [paced] } = await client.query<{ pause_ms: number }>(sqlFor('pace-housekeeping', this.schema), [this.runner, this.pace])
+      const {
+        rows: [paced],
+      } = await client.query<{ pause_ms: number }>(sqlFor('pace-housekeeping', this.schema), [this.runner, this.pace])
       this.paused = true
       return { count, pauseMs: paced?.pause_ms ?? 0 }
     })
@@ -170,8 +210,11 @@ class Round {
   async endPause(): Promise<void> {
     if (!this.paused) return
     // A failure here (the database went away) leaves the pause to expire by itself, a second after its end.
-    await this.pool.query(sqlFor('end-housekeeping-pace', this.schema), [this.runner])
-      .catch((err: Error) => this.logger.warn({ err }, 'pgonce: housekeeping could not end its pause; it expires by itself'))
+    await this.pool
+      .query(sqlFor('end-housekeeping-pace', this.schema), [this.runner])
+      .catch((err: Error) =>
+        this.logger.warn({ err }, 'pgonce: housekeeping could not end its pause; it expires by itself'),
+      )
   }
 }
 
@@ -186,7 +229,9 @@ async function pause(ms: number, signal: AbortSignal | undefined): Promise<void>
 
 /** Retention: for every (queue, state) with finished jobs, those past their period; then each queue's cap. */
 async function prune(round: Round, batchSize: number): Promise<number> {
-  const { rows: pairs } = await round.pool.query<{ queue: string; state: string }>(sqlFor('finished-queues', round.schema))
+  const { rows: pairs } = await round.pool.query<{ queue: string; state: string }>(
+    sqlFor('finished-queues', round.schema),
+  )
   let total = 0
   for (const { queue, state } of pairs) {
     if (round.stopped) break

@@ -23,7 +23,10 @@ export type RemoveJobCode = 'ACTIVE'
 /** `removeJob` refused: the job's handler is running (cancel it instead, or wait until it finishes). */
 export class RemoveJobError extends Error {
   override readonly name = 'RemoveJobError'
-  constructor(readonly code: RemoveJobCode, readonly jobId: string) {
+  constructor(
+    readonly code: RemoveJobCode,
+    readonly jobId: string,
+  ) {
     super(`cannot remove job ${jobId}: its handler is running (cancelJob asks it to stop)`)
   }
 }
@@ -60,10 +63,19 @@ export async function cancelJob(execute: Execute, schema: string, queue: string,
  * Removes a pending or finished job; `removed` false if there was none; throws RemoveJobError for a running one.
  * `settleMs`: how long to wait after the commit when Redis cannot be told (its key ended; `inCallerTx`: 0).
  */
-export async function removeJob(execute: Execute, schema: string, queue: string, id: string,
-  inCallerTx: boolean): Promise<{ removed: boolean; settleMs: number }> {
+export async function removeJob(
+  execute: Execute,
+  schema: string,
+  queue: string,
+  id: string,
+  inCallerTx: boolean,
+): Promise<{ removed: boolean; settleMs: number }> {
   checkJobIdRef(id, 'id')
-  const rows = await execute<{ state: JobState | null; removed: boolean } & SettleRow>(sqlFor('remove-job', schema), [queue, id, !inCallerTx])
+  const rows = await execute<{ state: JobState | null; removed: boolean } & SettleRow>(sqlFor('remove-job', schema), [
+    queue,
+    id,
+    !inCallerTx,
+  ])
   const [row] = rows
   if (row?.state === 'active') throw new RemoveJobError('ACTIVE', id)
   return { removed: row?.removed ?? false, settleMs: settleOf(rows) }
@@ -76,7 +88,8 @@ export function getJobsParams(queue: string, options: unknown): unknown[] {
   if (o.states !== undefined) {
     if (!Array.isArray(o.states)) fail('INVALID_TYPE', 'options.states', 'must be an array of job states')
     states = o.states.map((s, i) => {
-      if (!JOB_STATES.includes(s)) fail('INVALID_TYPE', `options.states[${i}]`, `must be one of ${JOB_STATES.join(', ')}`)
+      if (!JOB_STATES.includes(s))
+        fail('INVALID_TYPE', `options.states[${i}]`, `must be one of ${JOB_STATES.join(', ')}`)
       return s
     })
   }
@@ -103,11 +116,18 @@ export interface QueueSettings {
 }
 
 export async function getSettings(execute: Execute, schema: string, queue: string): Promise<QueueSettings> {
-  type Row = { paused: boolean; completed_retention_ms: string; failed_retention_ms: string; max_completed: number | null }
+  type Row = {
+    paused: boolean
+    completed_retention_ms: string
+    failed_retention_ms: string
+    max_completed: number | null
+  }
   const [row] = await execute<Row>(sqlFor('get-queue-settings', schema), [queue])
   const r = row as Row
   return {
-    paused: r.paused, completedRetentionMs: Number(r.completed_retention_ms), failedRetentionMs: Number(r.failed_retention_ms),
+    paused: r.paused,
+    completedRetentionMs: Number(r.completed_retention_ms),
+    failedRetentionMs: Number(r.failed_retention_ms),
     maxCompleted: r.max_completed,
   }
 }
@@ -120,8 +140,15 @@ export function retentionParams(queue: string, settings: unknown): unknown[] {
     const v = o[key]
     return v === undefined || v === null ? null : checkInteger(v, `settings.${key}`, 0, max)
   }
-  return [queue, value('completedMs', MAX_DURATION_MS), value('failedMs', MAX_DURATION_MS), value('maxCompleted', 2_147_483_647),
-    'completedMs' in o, 'failedMs' in o, 'maxCompleted' in o]
+  return [
+    queue,
+    value('completedMs', MAX_DURATION_MS),
+    value('failedMs', MAX_DURATION_MS),
+    value('maxCompleted', 2_147_483_647),
+    'completedMs' in o,
+    'failedMs' in o,
+    'maxCompleted' in o,
+  ]
 }
 
 export async function setRetention(execute: Execute, schema: string, params: unknown[]): Promise<void> {

@@ -55,7 +55,16 @@ export type JobCounts = Record<JobState, number>
 /** The outcomes of adds, counted since the Queue was made. */
 export type AddOutcomeCounts = Partial<Record<AddOutcome, number>>
 
-const QUEUE_OPTION_KEYS = [...CONNECTION_OPTION_KEYS, 'schema', 'logger', 'migrate', 'maxDataBytes', 'poolSize', 'preparedStatements', 'redis'] as const
+const QUEUE_OPTION_KEYS = [
+  ...CONNECTION_OPTION_KEYS,
+  'schema',
+  'logger',
+  'migrate',
+  'maxDataBytes',
+  'poolSize',
+  'preparedStatements',
+  'redis',
+] as const
 
 /** A Queue's options, checked, with the defaults filled in. */
 export interface ResolvedQueueOptions {
@@ -75,7 +84,8 @@ export function resolveQueueOptions(options: unknown, queue: string): ResolvedQu
   return {
     connection: opts,
     schema: checkSchema(opts.schema, 'options.schema'),
-    maxDataBytes: opts.maxDataBytes === undefined ? 1 << 20 : checkInteger(opts.maxDataBytes, 'options.maxDataBytes', 1),
+    maxDataBytes:
+      opts.maxDataBytes === undefined ? 1 << 20 : checkInteger(opts.maxDataBytes, 'options.maxDataBytes', 1),
     poolSize: opts.poolSize === undefined ? 10 : checkInteger(opts.poolSize, 'options.poolSize', 1, 1000),
     migrate: opts.migrate === undefined || checkBoolean(opts.migrate, 'options.migrate'),
     named: opts.preparedStatements === undefined || checkBoolean(opts.preparedStatements, 'options.preparedStatements'),
@@ -83,4 +93,13 @@ export function resolveQueueOptions(options: unknown, queue: string): ResolvedQu
     redis: checkRedisOption(opts.redis, 'options.redis'),
   }
 }
-export const ADD_OPTION_KEYS = ['jobId', 'deduplication', 'delay', 'priority', 'attempts', 'backoff', 'dependsOn', 'tx'] as const
+export const ADD_OPTION_KEYS = [
+  'jobId',
+  'deduplication',
+  'delay',
+  'priority',
+  'attempts',
+  'backoff',
+  'dependsOn',
+  'tx',
+] as const

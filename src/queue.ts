@@ -22,16 +22,37 @@ import { type AddOutcome, JOB_STATES, Job, type JobOwner, type JobRow, type JobS
 import type { Logger } from './logger.js'
 import { SchemaReady } from './migrate/schema-ready.js'
 import {
-  type CancelOutcome, type GetJobsOptions, type RetentionSettings, cancelJob, getJobs, getJobsParams, getSettings, removeJob,
-  retentionParams, setPaused, setRetention,
+  type CancelOutcome,
+  type GetJobsOptions,
+  type RetentionSettings,
+  cancelJob,
+  getJobs,
+  getJobsParams,
+  getSettings,
+  removeJob,
+  retentionParams,
+  setPaused,
+  setRetention,
 } from './queue-control.js'
 import {
-  ADD_OPTION_KEYS, type AddOptions, type BulkItem, type JobCounts, type QueueOptions, type WriteOptions, resolveQueueOptions,
+  ADD_OPTION_KEYS,
+  type AddOptions,
+  type BulkItem,
+  type JobCounts,
+  type QueueOptions,
+  type WriteOptions,
+  resolveQueueOptions,
 } from './queue-options.js'
 import { removeDedupKey } from './dedup-key-removal.js'
 import { retryFailedJob } from './retry-job.js'
 import {
-  type JobScheduler, type RepeatOptions, type SchedulerTemplate, checkScheduler, listSchedulers, removeScheduler, upsertScheduler,
+  type JobScheduler,
+  type RepeatOptions,
+  type SchedulerTemplate,
+  checkScheduler,
+  listSchedulers,
+  removeScheduler,
+  upsertScheduler,
 } from './schedulers.js'
 import { countInto } from './telemetry/metrics.js'
 import { SpanKind, currentTraceContext, inSpan } from './telemetry/tracing.js'
@@ -73,7 +94,10 @@ export class Queue<Data = unknown> implements JobOwner {
     this.#owned = owned
     this.#closeBoundMs = bounds.answerMs
     this.#ready = new SchemaReady(pool, this.schema, this.#logger, opts.migrate)
-    this.#cache = opts.redis === undefined ? undefined : new Cache({ redis: opts.redis, pool, schema: this.schema, named: this.named, logger: this.#logger })
+    this.#cache =
+      opts.redis === undefined
+        ? undefined
+        : new Cache({ redis: opts.redis, pool, schema: this.schema, named: this.named, logger: this.#logger })
     this.cacheOutcomes = this.#cache?.outcomes ?? new Counters<CacheOutcome>()
   }
 
@@ -88,7 +112,11 @@ export class Queue<Data = unknown> implements JobOwner {
       req.traceContext = currentTraceContext()
       const execute = await this.executor(tx)
       // Without redis, an extend or a replace outside a caller's transaction answers once every cache heard of its end.
-      const keyed = this.#cache ? keyedAdmission(this.#cache, tx !== undefined) : tx === undefined ? settledEndingAdmission : undefined
+      const keyed = this.#cache
+        ? keyedAdmission(this.#cache, tx !== undefined)
+        : tx === undefined
+          ? settledEndingAdmission
+          : undefined
       const job = this.answer(await admitOne({ execute, schema: this.schema, queue: this.name, keyed }, req), req)
       span.setAttributes({ 'pgonce.outcome': job.outcome as string, 'pgonce.job.id': job.id })
       return job
@@ -107,10 +135,20 @@ export class Queue<Data = unknown> implements JobOwner {
       const traceContext = currentTraceContext()
       for (const r of reqs) r.traceContext = traceContext
       const execute = await this.executor(tx, 'options.tx')
-      const ending = () => reqs.filter((r) => r.dedupId !== null && (r.extend || r.replace)).map((r) => dedupFact(this.name, r.dedupId as string))
-      const { rows, rejected } = await endingFacts(this.#cache, ending, tx !== undefined,
+      const ending = () =>
+        reqs
+          .filter((r) => r.dedupId !== null && (r.extend || r.replace))
+          .map((r) => dedupFact(this.name, r.dedupId as string))
+      const { rows, rejected } = await endingFacts(
+        this.#cache,
+        ending,
+        tx !== undefined,
         () => admitMany({ execute, schema: this.schema, queue: this.name }, reqs),
-        (answer) => answer.rows?.some((r) => r.outcome === 'replaced' || r.outcome === 'extended') ? settleAfterCommit(execute, this.schema) : 0)
+        (answer) =>
+          answer.rows?.some((r) => r.outcome === 'replaced' || r.outcome === 'extended')
+            ? settleAfterCommit(execute, this.schema)
+            : 0,
+      )
       if (rejected !== null) this.answer(rejected.row, reqs[rejected.index] as AddRequest, `items[${rejected.index}]`)
       return (rows ?? []).map((row, i) => this.answer(row, reqs[i] as AddRequest))
     })
@@ -132,7 +170,9 @@ export class Queue<Data = unknown> implements JobOwner {
   async getJobCounts(): Promise<JobCounts> {
     const counts = Object.fromEntries(JOB_STATES.map((s) => [s, 0])) as JobCounts
     const execute = await this.executor(undefined)
-    for (const row of await execute<{ state: JobState; count: number }>(sqlFor('get-job-counts', this.schema), [this.name])) {
+    for (const row of await execute<{ state: JobState; count: number }>(sqlFor('get-job-counts', this.schema), [
+      this.name,
+    ])) {
       counts[row.state] += row.count
     }
     return counts
@@ -167,7 +207,11 @@ export class Queue<Data = unknown> implements JobOwner {
   async retryJob(id: string, options?: WriteOptions): Promise<Job<Data>> {
     const { tx } = checkOptions<WriteOptions>(options, 'options', ['tx'])
     checkJobIdRef(id, 'id')
-    return new Job<Data>(await retryFailedJob(await this.executor(tx, 'options.tx'), this.schema, this.name, id), null, this)
+    return new Job<Data>(
+      await retryFailedJob(await this.executor(tx, 'options.tx'), this.schema, this.name, id),
+      null,
+      this,
+    )
   }
 
   /**
@@ -191,8 +235,13 @@ export class Queue<Data = unknown> implements JobOwner {
     const { tx } = checkOptions<WriteOptions>(options, 'options', ['tx'])
     checkJobIdRef(id, 'id')
     const execute = await this.executor(tx, 'options.tx')
-    const { removed } = await endingFacts(this.#cache, () => 'all', tx !== undefined,
-      () => removeJob(execute, this.schema, this.name, id, tx !== undefined), (r) => r.settleMs)
+    const { removed } = await endingFacts(
+      this.#cache,
+      () => 'all',
+      tx !== undefined,
+      () => removeJob(execute, this.schema, this.name, id, tx !== undefined),
+      (r) => r.settleMs,
+    )
     return removed
   }
 
@@ -238,7 +287,12 @@ export class Queue<Data = unknown> implements JobOwner {
    * `sched:<queue>:<id>:<tick ms>`). Ticks missed while no worker ran are not replayed: the first one after adds one job.
    * Replacing a scheduler restarts its schedule from now (database clock).
    */
-  async upsertJobScheduler(id: string, repeat: RepeatOptions, template: SchedulerTemplate<Data>, options?: WriteOptions): Promise<void> {
+  async upsertJobScheduler(
+    id: string,
+    repeat: RepeatOptions,
+    template: SchedulerTemplate<Data>,
+    options?: WriteOptions,
+  ): Promise<void> {
     const { tx } = checkOptions<WriteOptions>(options, 'options', ['tx'])
     const s = checkScheduler(id, repeat, template, this.maxDataBytes)
     await upsertScheduler(await this.executor(tx, 'options.tx'), this.schema, this.name, s)
@@ -263,15 +317,31 @@ export class Queue<Data = unknown> implements JobOwner {
   async close(): Promise<void> {
     if (this.closed) return
     this.closed = true
-    await closeWithin(this.#closeBoundMs, async () => {
-      await this.#ready.settle()
-      await this.#cache?.close()
-      await this.#owned?.end()
-    }, () => this.#owned?.abandon())
+    await closeWithin(
+      this.#closeBoundMs,
+      async () => {
+        await this.#ready.settle()
+        await this.#cache?.close()
+        await this.#owned?.end()
+      },
+      () => this.#owned?.abandon(),
+    )
   }
 
-  private async removeKey(key: string, jobId: string | null, tx: Transactional | undefined): Promise<{ deleted: boolean; held: boolean }> {
-    return removeDedupKey(await this.executor(tx, 'options.tx'), this.#cache, this.schema, this.name, key, jobId, tx !== undefined)
+  private async removeKey(
+    key: string,
+    jobId: string | null,
+    tx: Transactional | undefined,
+  ): Promise<{ deleted: boolean; held: boolean }> {
+    return removeDedupKey(
+      await this.executor(tx, 'options.tx'),
+      this.#cache,
+      this.schema,
+      this.name,
+      key,
+      jobId,
+      tx !== undefined,
+    )
   }
 
   private async readOne(query: string, values: unknown[]): Promise<Job<Data> | null> {
@@ -295,11 +365,20 @@ export class Queue<Data = unknown> implements JobOwner {
     if (row.error !== null) this.outcomes.increment('rejected')
     const admitted = admittedOrThrow(row, req, field)
     this.outcomes.increment(admitted.outcome)
-    this.#logger.debug({ outcome: admitted.outcome, jobId: row.id, customId: row.job_id, key: req.dedupId }, 'pgonce: add decided')
+    this.#logger.debug(
+      { outcome: admitted.outcome, jobId: row.id, customId: row.job_id, key: req.dedupId },
+      'pgonce: add decided',
+    )
     return new Job<Data>(admitted, admitted.outcome, this)
   }
 
   private spanAttributes(items: number): Attributes {
-    return { 'pgonce.queue': this.name, 'pgonce.items': items, 'messaging.system': 'pgonce', 'messaging.operation.type': 'send', 'messaging.destination.name': this.name }
+    return {
+      'pgonce.queue': this.name,
+      'pgonce.items': items,
+      'messaging.system': 'pgonce',
+      'messaging.operation.type': 'send',
+      'messaging.destination.name': this.name,
+    }
   }
 }

@@ -12,10 +12,10 @@ import { MAX_DURATION_MS, checkInteger, checkOptions, checkText, fail, serialize
 export type RepeatOptions =
   | { every: number }
   | {
-    pattern: string
-    /** IANA time zone the pattern is read in. (Default: UTC) */
-    tz?: string
-  }
+      pattern: string
+      /** IANA time zone the pattern is read in. (Default: UTC) */
+      tz?: string
+    }
 
 /**
  * The job each tick adds. `opts` are add's options, without `jobId` (each tick's job gets `sched:<queue>:<id>:<tick ms>`:
@@ -57,7 +57,8 @@ interface Rule {
 
 function toRule(repeat: unknown): Rule {
   const r = checkOptions<{ every: number; pattern: string; tz: string }>(repeat, 'repeat', REPEAT_KEYS)
-  if ((r.every === undefined) === (r.pattern === undefined)) fail('CONFLICTING_OPTIONS', 'repeat', 'give exactly one of every and pattern')
+  if ((r.every === undefined) === (r.pattern === undefined))
+    fail('CONFLICTING_OPTIONS', 'repeat', 'give exactly one of every and pattern')
   if (r.every !== undefined) {
     if (r.tz !== undefined) fail('CONFLICTING_OPTIONS', 'repeat.tz', 'goes with pattern, not every')
     return { everyMs: checkInteger(r.every, 'repeat.every', 1, MAX_DURATION_MS), cron: null, pattern: null, tz: null }
@@ -105,23 +106,48 @@ export function checkScheduler(id: unknown, repeat: unknown, template: unknown, 
   const t = checkOptions<SchedulerTemplate<unknown>>(template, 'template', TEMPLATE_KEYS)
   const opts = (t.opts ?? {}) as JobOptions
   if (typeof opts === 'object' && opts !== null && ('jobId' in opts || 'dependsOn' in opts)) {
-    fail('UNKNOWN_OPTION', `template.opts.${'jobId' in opts ? 'jobId' : 'dependsOn'}`, 'a scheduler sets each tick\'s jobId, and takes no dependsOn')
+    fail(
+      'UNKNOWN_OPTION',
+      `template.opts.${'jobId' in opts ? 'jobId' : 'dependsOn'}`,
+      "a scheduler sets each tick's jobId, and takes no dependsOn",
+    )
   }
   // Checked as an add would check it, so that a tick never meets a template it cannot add.
   const req = toAddRequest(t.name, t.data, opts, 'template', maxDataBytes)
-  return { schedulerId, rule, name: req.name, dataJson: req.dataJson, optsJson: serializeData(opts, 'template.opts', 65_536) }
+  return {
+    schedulerId,
+    rule,
+    name: req.name,
+    dataJson: req.dataJson,
+    optsJson: serializeData(opts, 'template.opts', 65_536),
+  }
 }
 
-export async function upsertScheduler(execute: Execute, schema: string, queue: string,
-  s: ReturnType<typeof checkScheduler>): Promise<void> {
+export async function upsertScheduler(
+  execute: Execute,
+  schema: string,
+  queue: string,
+  s: ReturnType<typeof checkScheduler>,
+): Promise<void> {
   const nowMs = await dbNowMs(execute, schema)
   const first = s.rule.everyMs !== null ? nowMs + s.rule.everyMs : nextTick(s.rule, nowMs, nowMs)
-  await execute(sqlFor('upsert-scheduler', schema), [queue, s.schedulerId, s.rule.everyMs, s.rule.pattern, s.rule.tz,
-    s.name, s.dataJson, s.optsJson, first])
+  await execute(sqlFor('upsert-scheduler', schema), [
+    queue,
+    s.schedulerId,
+    s.rule.everyMs,
+    s.rule.pattern,
+    s.rule.tz,
+    s.name,
+    s.dataJson,
+    s.optsJson,
+    first,
+  ])
 }
 
 export async function removeScheduler(execute: Execute, schema: string, queue: string, id: string): Promise<boolean> {
-  return (await execute(sqlFor('remove-scheduler', schema), [queue, checkText(id, 'id', MAX_SCHEDULER_ID_BYTES)])).length > 0
+  return (
+    (await execute(sqlFor('remove-scheduler', schema), [queue, checkText(id, 'id', MAX_SCHEDULER_ID_BYTES)])).length > 0
+  )
 }
 
 interface SchedulerRow {
@@ -137,11 +163,21 @@ interface SchedulerRow {
   last_run_at: Date | null
 }
 
-export async function listSchedulers<Data>(execute: Execute, schema: string, queue: string): Promise<JobScheduler<Data>[]> {
+export async function listSchedulers<Data>(
+  execute: Execute,
+  schema: string,
+  queue: string,
+): Promise<JobScheduler<Data>[]> {
   const rows = await execute<SchedulerRow>(sqlFor('get-schedulers', schema), [queue])
   return rows.map((r) => ({
-    id: r.id, queue: r.queue, every: r.every_ms === null ? null : Number(r.every_ms), pattern: r.pattern, tz: r.tz,
-    template: { name: r.job_name, data: r.job_data as Data, opts: r.job_opts }, nextRunAt: r.next_run_at, lastRunAt: r.last_run_at,
+    id: r.id,
+    queue: r.queue,
+    every: r.every_ms === null ? null : Number(r.every_ms),
+    pattern: r.pattern,
+    tz: r.tz,
+    template: { name: r.job_name, data: r.job_data as Data, opts: r.job_opts },
+    nextRunAt: r.next_run_at,
+    lastRunAt: r.last_run_at,
   }))
 }
 
@@ -151,8 +187,13 @@ export async function listSchedulers<Data>(execute: Execute, schema: string, que
  * with the jobId `sched:<queue>:<id>:<tick ms>`, and its next tick stored, all in that transaction: one job per tick however
  * many processes tick. A scheduler whose stored template no longer validates is reported and moved on.
  */
-export async function runDueTicks(execute: Execute, schema: string, queue: string, maxDataBytes: number,
-  report: (err: Error) => void): Promise<number> {
+export async function runDueTicks(
+  execute: Execute,
+  schema: string,
+  queue: string,
+  maxDataBytes: number,
+  report: (err: Error) => void,
+): Promise<number> {
   type Due = SchedulerRow & { next_run_at_ms: number; now_ms: number }
   const due = await execute<Due>(sqlFor('due-schedulers', schema), [queue])
   let added = 0
@@ -161,17 +202,26 @@ export async function runDueTicks(execute: Execute, schema: string, queue: strin
     const nowMs = Number(s.now_ms)
     let rule: Rule
     try {
-      rule = s.every_ms !== null
-        ? { everyMs: Number(s.every_ms), cron: null, pattern: null, tz: null }
-        : { everyMs: null, cron: cronOf(s.pattern as string, s.tz, 'pattern'), pattern: s.pattern, tz: s.tz }
+      rule =
+        s.every_ms !== null
+          ? { everyMs: Number(s.every_ms), cron: null, pattern: null, tz: null }
+          : { everyMs: null, cron: cronOf(s.pattern as string, s.tz, 'pattern'), pattern: s.pattern, tz: s.tz }
     } catch (err) {
       // Edited by hand into something croner refuses: try again in a minute rather than at every turn.
-      report(new Error(`pgonce: scheduler '${s.id}' of queue '${queue}' has an invalid pattern: ${(err as Error).message}`))
+      report(
+        new Error(`pgonce: scheduler '${s.id}' of queue '${queue}' has an invalid pattern: ${(err as Error).message}`),
+      )
       await execute(sqlFor('advance-scheduler', schema), [queue, s.id, tickMs, nowMs + 60_000])
       continue
     }
     try {
-      const req = toAddRequest(s.job_name, s.job_data, { ...s.job_opts, jobId: `sched:${queue}:${s.id}:${tickMs}` }, 'template', maxDataBytes)
+      const req = toAddRequest(
+        s.job_name,
+        s.job_data,
+        { ...s.job_opts, jobId: `sched:${queue}:${s.id}:${tickMs}` },
+        'template',
+        maxDataBytes,
+      )
       await admitOne({ execute, schema, queue }, req)
       added++
     } catch (err) {

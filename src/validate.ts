@@ -50,7 +50,8 @@ export function checkText(value: unknown, field: string, maxBytes = MAX_TEXT_BYT
   if (value === undefined || value === null) fail('REQUIRED', field, 'is required')
   if (typeof value !== 'string') fail('INVALID_TYPE', field, `must be a string, got ${typeof value}`)
   if (value.length === 0) fail('EMPTY', field, 'must not be empty')
-  if (value.length * 3 > maxBytes && Buffer.byteLength(value, 'utf8') > maxBytes) fail('TOO_LONG', field, `must be at most ${maxBytes} bytes`)
+  if (value.length * 3 > maxBytes && Buffer.byteLength(value, 'utf8') > maxBytes)
+    fail('TOO_LONG', field, `must be at most ${maxBytes} bytes`)
   checkWellFormed(value, field)
   return value
 }
@@ -155,10 +156,15 @@ function checkJson(v: unknown, w: Walk): void {
           checkJson(v[key], w)
           path.pop()
         }
-        if (Object.getOwnPropertySymbols(v).length > 0) fail('NOT_JSON', fieldAt(field, path), 'symbol keys are not JSON')
+        if (Object.getOwnPropertySymbols(v).length > 0)
+          fail('NOT_JSON', fieldAt(field, path), 'symbol keys are not JSON')
       } else {
         const kind = v.constructor?.name ?? 'object'
-        fail('NOT_JSON', fieldAt(field, path), `${kind} is not plain JSON (convert it first, e.g. a Date to an ISO string)`)
+        fail(
+          'NOT_JSON',
+          fieldAt(field, path),
+          `${kind} is not plain JSON (convert it first, e.g. a Date to an ISO string)`,
+        )
       }
       ancestors.pop()
       return

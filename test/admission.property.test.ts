@@ -84,27 +84,48 @@ const PROPERTY_TIMEOUT_MS = 600_000
  * dedup_keys_owner). The model never keeps such a row either, so a database that did would fail the row checks.
  */
 const CELLS = [
-  ...['no strategy', 'extend', 'replace'].flatMap((strategy) => [
-    'not held (absent)', 'not held (expired)',
-    'held, owner pending', 'held, owner active', 'held, owner terminal',
-  ].map((where) => `${where} / ${strategy}`)),
+  ...['no strategy', 'extend', 'replace'].flatMap((strategy) =>
+    [
+      'not held (absent)',
+      'not held (expired)',
+      'held, owner pending',
+      'held, owner active',
+      'held, owner terminal',
+    ].map((where) => `${where} / ${strategy}`),
+  ),
   // The dependents check does not look at the owner's state: a pending owner (superseded otherwise) is required,
   // active and terminal ones counted. A terminal owner with a live dependent can only be a completed one (a
   // failed or cancelled parent fails its dependents, even one added after it ended), whose dependent was promoted or
   // added after it completed; the runs meet that a few times per seed at best, so the scenarios below meet it on every
   // entry point.
   'held, pending owner has a live dependent / replace',
-  'jobId live', 'jobId free', 'dependency missing', 'dependsOn only', 'plain',
-  'dependsOn a live parent', 'dependsOn a completed parent', 'dependsOn a failed or cancelled parent',
-  'completion promotes a dependent', 'completion promotes a dependent of several parents',
+  'jobId live',
+  'jobId free',
+  'dependency missing',
+  'dependsOn only',
+  'plain',
+  'dependsOn a live parent',
+  'dependsOn a completed parent',
+  'dependsOn a failed or cancelled parent',
+  'completion promotes a dependent',
+  'completion promotes a dependent of several parents',
   'completion leaves a dependent waiting for another parent',
-  'failed parent fails a dependent', 'cancelled parent fails a dependent', 'removed parent fails a dependent',
-  'a job added after its parent failed fails at once', 'a job added after its parent cancelled fails at once',
+  'failed parent fails a dependent',
+  'cancelled parent fails a dependent',
+  'removed parent fails a dependent',
+  'a job added after its parent failed fails at once',
+  'a job added after its parent cancelled fails at once',
   'a failure cascades to a dependent of a dependent',
 ]
 const ENTRY_POINTS = [
-  'queue.add', 'queue.add in tx', 'queue.addBulk', 'queue.addBulk in tx', 'add_job', 'add_job(raise_rejection => false)',
-  'add_job(raise_rejection => false) in tx', 'add_jobs',
+  'queue.add',
+  'queue.add in tx',
+  'queue.addBulk',
+  'queue.addBulk in tx',
+  'add_job',
+  'add_job(raise_rejection => false)',
+  'add_job(raise_rejection => false) in tx',
+  'add_jobs',
 ]
 
 let db: TestSchema
@@ -123,46 +144,83 @@ afterAll(async () => {
 })
 
 describe('admission through every entry point', () => {
-  it('agrees with the model of docs/deduplication.md, answer by answer and row by row', async () => {
-    const property = fc.asyncProperty(fc.commands([stepArb], { size: 'max', maxCommands: MAX_STEPS, ...(REPLAY === undefined ? {} : { replayPath: REPLAY }) }), async (steps) => {
-      run += 1
-      const model = new AdmissionModel()
-      const world = new World({
-        pool: db.pool, schema: db.schema, queue: `q${run}`, jobIdPrefix: `r${run}:`, keys: KEYS, jobIds: JOB_IDS,
-      })
+  it(
+    'agrees with the model of docs/deduplication.md, answer by answer and row by row',
+    async () => {
+      const property = fc.asyncProperty(
+        fc.commands([stepArb], {
+          size: 'max',
+          maxCommands: MAX_STEPS,
+          ...(REPLAY === undefined ? {} : { replayPath: REPLAY }),
+        }),
+        async (steps) => {
+          run += 1
+          const model = new AdmissionModel()
+          const world = new World({
+            pool: db.pool,
+            schema: db.schema,
+            queue: `q${run}`,
+            jobIdPrefix: `r${run}:`,
+            keys: KEYS,
+            jobIds: JOB_IDS,
+          })
+          try {
+            await fc.asyncModelRun(() => ({ model, real: world }), steps)
+            await world.expectRows(model, 'the last step')
+            await world.expectLookups(model, 'the last step')
+            stepsPerRun.push(world.steps)
+          } finally {
+            await world.queue.close()
+          }
+        },
+      )
       try {
-        await fc.asyncModelRun(() => ({ model, real: world }), steps)
-        await world.expectRows(model, 'the last step')
-        await world.expectLookups(model, 'the last step')
-        stepsPerRun.push(world.steps)
-      } finally {
-        await world.queue.close()
+        await fc.assert(
+          property,
+          PATH === undefined ? { seed: SEED, numRuns: RUNS } : { seed: SEED, numRuns: RUNS, path: PATH },
+        )
+      } catch (err) {
+        const e = err as Error
+        e.message =
+          `admission property failed with seed ${SEED} (${RUNS} runs); rerun with PGONCE_PROPERTY_SEED=${SEED}` +
+          ' (PGONCE_PROPERTY_PATH=<path> PGONCE_PROPERTY_REPLAY=<replayPath> replay only the counterexample below)' +
+          `\n${e.message}`
+        throw e
       }
-    })
-    try {
-      await fc.assert(property, PATH === undefined ? { seed: SEED, numRuns: RUNS } : { seed: SEED, numRuns: RUNS, path: PATH })
-    } catch (err) {
-      const e = err as Error
-      e.message = `admission property failed with seed ${SEED} (${RUNS} runs); rerun with PGONCE_PROPERTY_SEED=${SEED}`
-        + ' (PGONCE_PROPERTY_PATH=<path> PGONCE_PROPERTY_REPLAY=<replayPath> replay only the counterexample below)'
-        + `\n${e.message}`
-      throw e
-    }
-    if (RUNS >= DEFAULT_RUNS) {
-      // A property that passes without reaching the rules proves little: every cell, and every entry point on both
-      // sides of the held/not-held line, must have been met (tune the arbitraries or the runs if not).
-      const cells = new Set([...coverage.keys()].map((k) => k.split(' | ')[0]))
-      expect(CELLS.filter((c) => !cells.has(c)), 'cells never reached').toEqual([])
-      const reached = (path: string, prefix: string) => [...coverage.keys()].some((k) => k.startsWith(prefix) && k.endsWith(` | ${path}`))
-      expect(ENTRY_POINTS.filter((p) => !reached(p, 'held') || !reached(p, 'not held')), 'entry points that missed a side').toEqual([])
-      expect(['queue.addBulk', 'add_jobs'].filter((p) => !reached(p, 'all-plain batch')), 'bulk paths without a plain batch').toEqual([])
-    }
-  }, PROPERTY_TIMEOUT_MS)
+      if (RUNS >= DEFAULT_RUNS) {
+        // A property that passes without reaching the rules proves little: every cell, and every entry point on both
+        // sides of the held/not-held line, must have been met (tune the arbitraries or the runs if not).
+        const cells = new Set([...coverage.keys()].map((k) => k.split(' | ')[0]))
+        expect(
+          CELLS.filter((c) => !cells.has(c)),
+          'cells never reached',
+        ).toEqual([])
+        const reached = (path: string, prefix: string) =>
+          [...coverage.keys()].some((k) => k.startsWith(prefix) && k.endsWith(` | ${path}`))
+        expect(
+          ENTRY_POINTS.filter((p) => !reached(p, 'held') || !reached(p, 'not held')),
+          'entry points that missed a side',
+        ).toEqual([])
+        expect(
+          ['queue.addBulk', 'add_jobs'].filter((p) => !reached(p, 'all-plain batch')),
+          'bulk paths without a plain batch',
+        ).toEqual([])
+      }
+    },
+    PROPERTY_TIMEOUT_MS,
+  )
 })
 
 /** Runs a hand-written scenario through the same model and world as the property, then compares the rows. */
 async function scenario(queue: string, model: AdmissionModel, steps: ReturnType<typeof script.add>[]): Promise<void> {
-  const world = new World({ pool: db.pool, schema: db.schema, queue, jobIdPrefix: `${queue}:`, keys: KEYS, jobIds: JOB_IDS })
+  const world = new World({
+    pool: db.pool,
+    schema: db.schema,
+    queue,
+    jobIdPrefix: `${queue}:`,
+    keys: KEYS,
+    jobIds: JOB_IDS,
+  })
   try {
     await fc.asyncModelRun(() => ({ model, real: world }), steps)
     await world.expectRows(model, 'the last step')
@@ -172,19 +230,23 @@ async function scenario(queue: string, model: AdmissionModel, steps: ReturnType<
 }
 
 describe('the model', () => {
-  it("takes the defaults of an add from _job_defaults()", async () => {
-    const { rows } = await db.pool.query(`select priority, max_attempts as "maxAttempts" from "${db.schema}"._job_defaults()`)
+  it('takes the defaults of an add from _job_defaults()', async () => {
+    const { rows } = await db.pool.query(
+      `select priority, max_attempts as "maxAttempts" from "${db.schema}"._job_defaults()`,
+    )
     expect(rows[0]).toEqual(JOB_DEFAULTS)
   })
 
   it('gives a row inserted by hand the same defaults, as constants planned once (no function call per row)', async () => {
     const { rows } = await db.pool.query(
       `insert into "${db.schema}".jobs (queue, name, data) values ('by-hand', 'n', '{}')
-       returning priority, max_attempts as "maxAttempts"`)
+       returning priority, max_attempts as "maxAttempts"`,
+    )
     expect(rows[0]).toEqual(JOB_DEFAULTS)
     // A default of (_job_defaults()).priority is not folded (a record-returning call): the plan would call it per row.
     const { rows: plan } = await db.pool.query(
-      `explain (verbose, costs off) insert into "${db.schema}".jobs (queue, name, data) select 'by-hand', 'n', '{}' from generate_series(1, 10)`)
+      `explain (verbose, costs off) insert into "${db.schema}".jobs (queue, name, data) select 'by-hand', 'n', '{}' from generate_series(1, 10)`,
+    )
     const text = plan.map((r) => r['QUERY PLAN'] as string).join('\n')
     expect(text).not.toMatch(/_job_defaults|_default_priority|_default_max_attempts/)
     await db.pool.query(`delete from "${db.schema}".jobs where queue = 'by-hand'`)
@@ -223,7 +285,10 @@ describe('scenarios', () => {
     it(`${path}: a jobId item after the replace that deletes that jobId's owner is added, one after another`, () =>
       scenario(`bulk-order-${path.replace(/\W/g, '')}`, new AdmissionModel(), [
         script.add('queue.add', { name: 'push', jobId: 'j2', dedup: { id: 'k2', ttl: 60_000 } }),
-        script.bulk(path, [{ name: 'push', dedup: { id: 'k2', ttl: 60_000, replace: true } }, { name: 'push', jobId: 'j2' }]),
+        script.bulk(path, [
+          { name: 'push', dedup: { id: 'k2', ttl: 60_000, replace: true } },
+          { name: 'push', jobId: 'j2' },
+        ]),
       ]))
   }
 })
@@ -243,7 +308,10 @@ describe('a replace depending on the owner it supersedes', () => {
     it(`${path}: the item is rejected, the batch with it`, () =>
       scenario(`own-dep-bulk-${path.replace(/\W/g, '')}`, new AdmissionModel(), [
         script.add('add_job', { name: 'push', dedup: { id: 'k1', ttl: 60_000 } }),
-        script.bulk(path, [{ name: 'push' }, { name: 'push', dedup: { id: 'k1', ttl: 60_000, replace: true }, deps: [0] }]),
+        script.bulk(path, [
+          { name: 'push' },
+          { name: 'push', dedup: { id: 'k1', ttl: 60_000, replace: true }, deps: [0] },
+        ]),
       ]))
   }
 })

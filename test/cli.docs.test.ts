@@ -22,12 +22,12 @@ function examples(markdown: string): Example[] {
     for (let i = 0; i < lines.length; i++) {
       const line = lines[i] as string
       if (line === '$ echo $?') {
-        (current as Example).code = Number(lines[++i])
+        ;(current as Example).code = Number(lines[++i])
       } else if (line.startsWith('$ pgonce')) {
         current = { args: line.split(/\s+/).slice(2), output: '', code: null }
         found.push(current)
       } else {
-        (current as Example).output += `${line}\n`
+        ;(current as Example).output += `${line}\n`
       }
     }
   }

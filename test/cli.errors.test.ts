@@ -14,7 +14,11 @@ const suite = cliSuite('cli_errors')
 const cli = suite.run
 
 /** Exit `code`, nothing on stdout, and `message` as the one line on stderr. */
-function fails(result: { code: number | null; stdout: string; stderr: string }, code: number, message: string | RegExp): void {
+function fails(
+  result: { code: number | null; stdout: string; stderr: string },
+  code: number,
+  message: string | RegExp,
+): void {
   expect(result.code).toBe(code)
   expect(result.stdout).toBe('')
   expect(result.stderr).toMatch(/^error: [^\n]*\n$/)
@@ -32,7 +36,11 @@ describe.concurrent('errors', () => {
   it('no URL, or one that is not postgres://, is a usage error (2)', async () => {
     fails(await runCli(suite.main, ['stats']), 2, 'no database: give --database-url <url> or set DATABASE_URL')
     for (const url of ['not a url', 'mysql://localhost/app', 'postgres://%zz@localhost/app']) {
-      fails(await runCli(suite.main, ['stats', '--database-url', url]), 2, 'bad database URL: expected postgres://user:password@host:port/database')
+      fails(
+        await runCli(suite.main, ['stats', '--database-url', url]),
+        2,
+        'bad database URL: expected postgres://user:password@host:port/database',
+      )
     }
   })
 
@@ -50,8 +58,16 @@ describe.concurrent('errors', () => {
     try {
       const { port } = server.address() as AddressInfo
       const started = Date.now()
-      const result = await runCli(suite.main, ['jobs', 'list', '--queue', 'q', '--connect-timeout', '0.3',
-        '--database-url', `postgres://postgres@127.0.0.1:${port}/app`])
+      const result = await runCli(suite.main, [
+        'jobs',
+        'list',
+        '--queue',
+        'q',
+        '--connect-timeout',
+        '0.3',
+        '--database-url',
+        `postgres://postgres@127.0.0.1:${port}/app`,
+      ])
       fails(result, 1, `cannot connect to 127.0.0.1:${port}: no answer within 0.3 s`)
       expect(Date.now() - started).toBeLessThan(5_000)
     } finally {
@@ -60,39 +76,65 @@ describe.concurrent('errors', () => {
   })
 
   it('a missing database or schema (1); reads never create the schema', async () => {
-    fails(await runCli(suite.main, ['stats', '--database-url', `${suite.db.url.replace(/\/[^/?]*(\?|$)/, '/no_such_db_x$1')}`]), 1,
-      /^error: [^:]+:\d+: database "no_such_db_x" does not exist\n$/)
+    fails(
+      await runCli(suite.main, [
+        'stats',
+        '--database-url',
+        `${suite.db.url.replace(/\/[^/?]*(\?|$)/, '/no_such_db_x$1')}`,
+      ]),
+      1,
+      /^error: [^:]+:\d+: database "no_such_db_x" does not exist\n$/,
+    )
     const schema = `t_cli_missing_${randomBytes(4).toString('hex')}`
-    fails(await suite.runIn(schema, 'stats'), 1,
-      `schema ${schema} does not exist: run \`pgonce migrate --schema ${schema}\``)
+    fails(
+      await suite.runIn(schema, 'stats'),
+      1,
+      `schema ${schema} does not exist: run \`pgonce migrate --schema ${schema}\``,
+    )
     fails(await suite.runIn(schema, 'pause', 'q'), 1, /does not exist/)
     const { rows } = await suite.db.pool.query('select 1 from pg_namespace where nspname = $1', [schema])
     expect(rows).toEqual([])
-    fails(await suite.runIn('Not-A-Schema', 'stats'), 2,
-      '--schema must match [a-z_][a-z0-9_]{0,47} and not be a system schema')
+    fails(
+      await suite.runIn('Not-A-Schema', 'stats'),
+      2,
+      '--schema must match [a-z_][a-z0-9_]{0,47} and not be a system schema',
+    )
   })
 
   it('a schema missing a migration (1): run migrate', async () => {
     const schema = `t_cli_behind_${randomBytes(4).toString('hex')}`
     try {
       await suite.runIn(schema, 'migrate')
-      await suite.db.pool.query(`delete from "${schema}".migrations where filename = (select max(filename) from "${schema}".migrations)`)
-      fails(await suite.runIn(schema, 'stats'), 1,
-        `schema ${schema} is not up to date (1 migration to apply): run \`pgonce migrate --schema ${schema}\``)
+      await suite.db.pool.query(
+        `delete from "${schema}".migrations where filename = (select max(filename) from "${schema}".migrations)`,
+      )
+      fails(
+        await suite.runIn(schema, 'stats'),
+        1,
+        `schema ${schema} is not up to date (1 migration to apply): run \`pgonce migrate --schema ${schema}\``,
+      )
     } finally {
       await suite.db.pool.query(`drop schema if exists "${schema}" cascade`)
     }
   })
 
-  it('commander\'s usage errors exit 2: unknown command or option, missing option or argument, bad values, extra arguments', async () => {
-    fails(await cli('frobnicate'), 2, 'unknown command \'frobnicate\'')
-    fails(await cli('stats', '--frobnicate'), 2, 'unknown option \'--frobnicate\'')
-    fails(await cli('jobs', 'list'), 2, 'required option \'--queue <name>\' not specified')
-    fails(await cli('jobs', 'show', '--queue', 'q'), 2, 'missing required argument \'id\'')
+  it("commander's usage errors exit 2: unknown command or option, missing option or argument, bad values, extra arguments", async () => {
+    fails(await cli('frobnicate'), 2, "unknown command 'frobnicate'")
+    fails(await cli('stats', '--frobnicate'), 2, "unknown option '--frobnicate'")
+    fails(await cli('jobs', 'list'), 2, "required option '--queue <name>' not specified")
+    fails(await cli('jobs', 'show', '--queue', 'q'), 2, "missing required argument 'id'")
     fails(await cli('jobs', 'show', '1', '2', '--queue', 'q'), 2, /^error: too many arguments/)
-    fails(await cli('jobs', 'show', 'abc', '--queue', 'q'), 2, /value 'abc' is invalid for argument 'id'\. must be a job id/)
+    fails(
+      await cli('jobs', 'show', 'abc', '--queue', 'q'),
+      2,
+      /value 'abc' is invalid for argument 'id'\. must be a job id/,
+    )
     fails(await cli('jobs', 'list', '--queue', 'bad queue'), 2, /argument 'bad queue' is invalid\. must match/)
-    fails(await cli('jobs', 'list', '--queue', 'q', '--state', 'sleeping'), 2, /argument 'sleeping' is invalid\. must be one of waiting, delayed/)
+    fails(
+      await cli('jobs', 'list', '--queue', 'q', '--state', 'sleeping'),
+      2,
+      /argument 'sleeping' is invalid\. must be one of waiting, delayed/,
+    )
     fails(await cli('jobs', 'list', '--queue', 'q', '--limit', '0'), 2, /must be a whole number from 1 to 10000/)
     fails(await cli('stats', '--watch', '--interval', '5'), 2, /must be a whole number from 100 to 3600000/)
     fails(await cli('stats', '--connect-timeout', '-1'), 2, /must be a number of seconds/)
@@ -107,7 +149,9 @@ describe.concurrent('errors', () => {
     const help = await cli('jobs', '--help')
     expect([help.code, help.stderr]).toEqual([0, ''])
     expect(help.stdout).toMatch(/list \[options\][\s\S]*show \[options\] <id>[\s\S]*retry[\s\S]*cancel[\s\S]*remove/)
-    const { version } = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }
+    const { version } = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {
+      version: string
+    }
     expect(await cli('--version')).toEqual({ code: 0, stdout: `${version}\n`, stderr: '' })
   })
 

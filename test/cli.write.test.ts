@@ -28,9 +28,12 @@ function queueOf(name: string): Queue {
 }
 
 async function setState(id: string, state: 'failed' | 'active' | 'completed'): Promise<void> {
-  await suite.db.pool.query(`update "${suite.db.schema}".jobs set state = $2, finished_at = case when $2 = 'active' then null else now() end,
+  await suite.db.pool.query(
+    `update "${suite.db.schema}".jobs set state = $2, finished_at = case when $2 = 'active' then null else now() end,
     started_at = now(), lock_token = case when $2 = 'active' then gen_random_uuid() end,
-    locked_until = case when $2 = 'active' then now() + interval '1 minute' end where id = $1`, [id, state])
+    locked_until = case when $2 = 'active' then now() + interval '1 minute' end where id = $1`,
+    [id, state],
+  )
 }
 
 describe.concurrent('write commands', () => {
@@ -39,10 +42,17 @@ describe.concurrent('write commands', () => {
     const job = await q.add('x', {})
     await setState(job.id, 'failed')
     const ok = await cli('jobs', 'retry', job.id, '--queue', 'retry', '--json')
-    expect(ok).toEqual({ code: 0, stdout: `${JSON.stringify({ id: job.id, retried: true, code: null, message: null })}\n`, stderr: '' })
+    expect(ok).toEqual({
+      code: 0,
+      stdout: `${JSON.stringify({ id: job.id, retried: true, code: null, message: null })}\n`,
+      stderr: '',
+    })
     expect((await q.getJob(job.id))?.state).toBe('waiting')
     expect(await cli('jobs', 'retry', job.id, '--queue', 'retry')).toEqual({
-      code: 1, stdout: '', stderr: `error: cannot retry job ${job.id}: only a failed job can be retried (NOT_FAILED)\n` })
+      code: 1,
+      stdout: '',
+      stderr: `error: cannot retry job ${job.id}: only a failed job can be retried (NOT_FAILED)\n`,
+    })
   })
 
   it('failed retry: every failed job of the queue, newest first; the older failed generation of a jobId is refused', async () => {
@@ -55,11 +65,18 @@ describe.concurrent('write commands', () => {
     await setState(other.id, 'failed')
     const { code, stdout, stderr } = await cli('failed', 'retry', '--queue', 'bulk-retry', '--json')
     expect(JSON.parse(stdout)).toEqual({
-      queue: 'bulk-retry', retried: 2, notRetried: 1,
+      queue: 'bulk-retry',
+      retried: 2,
+      notRetried: 1,
       results: [
         { id: other.id, retried: true, code: null, message: null },
         { id: newer.id, retried: true, code: null, message: null },
-        { id: old.id, retried: false, code: 'JOB_ID_LIVE', message: expect.stringContaining('a newer live generation') },
+        {
+          id: old.id,
+          retried: false,
+          code: 'JOB_ID_LIVE',
+          message: expect.stringContaining('a newer live generation'),
+        },
       ],
     })
     expect([code, stderr]).toEqual([1, 'error: 1 of 3 jobs not retried\n'])
@@ -67,9 +84,15 @@ describe.concurrent('write commands', () => {
 
     await setState(other.id, 'failed')
     expect(await cli('failed', 'retry', '--queue', 'bulk-retry', other.id)).toEqual({
-      code: 0, stdout: `job ${other.id}: retried\nretried 1 of 1\n`, stderr: '' })
-    expect(await cli('failed', 'retry', '--queue', 'nothing-failed'))
-      .toEqual({ code: 0, stdout: 'no failed jobs in queue nothing-failed\n', stderr: '' })
+      code: 0,
+      stdout: `job ${other.id}: retried\nretried 1 of 1\n`,
+      stderr: '',
+    })
+    expect(await cli('failed', 'retry', '--queue', 'nothing-failed')).toEqual({
+      code: 0,
+      stdout: 'no failed jobs in queue nothing-failed\n',
+      stderr: '',
+    })
   })
 
   it('jobs cancel: pending, running, finished and missing jobs each say what happened', async () => {
@@ -77,12 +100,18 @@ describe.concurrent('write commands', () => {
     const [pending, running, done] = [await q.add('x', {}), await q.add('x', {}), await q.add('x', {})]
     await setState(running.id, 'active')
     await setState(done.id, 'completed')
-    const cancel = async (id: string) => JSON.parse((await cli('jobs', 'cancel', id, '--queue', 'cancel', '--json')).stdout)
+    const cancel = async (id: string) =>
+      JSON.parse((await cli('jobs', 'cancel', id, '--queue', 'cancel', '--json')).stdout)
     expect(await cancel(pending.id)).toEqual({ id: pending.id, outcome: 'cancelled' })
     expect(await cancel(running.id)).toEqual({ id: running.id, outcome: 'cancel-requested' })
-    expect((await cli('jobs', 'cancel', done.id, '--queue', 'cancel')).stdout).toBe(`job ${done.id}: already finished, nothing changed\n`)
-    expect(await cli('jobs', 'cancel', '999999', '--queue', 'cancel'))
-      .toEqual({ code: 1, stdout: '', stderr: 'error: job 999999 not found in queue cancel\n' })
+    expect((await cli('jobs', 'cancel', done.id, '--queue', 'cancel')).stdout).toBe(
+      `job ${done.id}: already finished, nothing changed\n`,
+    )
+    expect(await cli('jobs', 'cancel', '999999', '--queue', 'cancel')).toEqual({
+      code: 1,
+      stdout: '',
+      stderr: 'error: job 999999 not found in queue cancel\n',
+    })
     expect((await q.getJob(pending.id))?.state).toBe('cancelled')
     expect((await q.getJob(running.id))?.cancelRequestedAt).not.toBeNull()
   })
@@ -92,9 +121,15 @@ describe.concurrent('write commands', () => {
     const [job, running] = [await q.add('x', {}), await q.add('x', {})]
     await setState(running.id, 'active')
     const refused = await cli('jobs', 'remove', running.id, '--queue', 'remove')
-    expect([refused.code, refused.stderr]).toEqual([1, `error: cannot remove job ${running.id}: its handler is running (cancelJob asks it to stop) (ACTIVE)\n`])
-    expect(await cli('jobs', 'remove', job.id, '--queue', 'remove', '--json'))
-      .toEqual({ code: 0, stdout: `{"id":"${job.id}","removed":true}\n`, stderr: '' })
+    expect([refused.code, refused.stderr]).toEqual([
+      1,
+      `error: cannot remove job ${running.id}: its handler is running (cancelJob asks it to stop) (ACTIVE)\n`,
+    ])
+    expect(await cli('jobs', 'remove', job.id, '--queue', 'remove', '--json')).toEqual({
+      code: 0,
+      stdout: `{"id":"${job.id}","removed":true}\n`,
+      stderr: '',
+    })
     expect(await q.getJob(job.id)).toBeNull()
     expect((await cli('jobs', 'remove', job.id, '--queue', 'remove')).code).toBe(1)
   })
@@ -102,11 +137,17 @@ describe.concurrent('write commands', () => {
   it('dedup remove: the held key goes and the next add proceeds; a key not held is exit 1', async () => {
     const q = queueOf('dedup')
     await q.add('x', {}, { deduplication: { id: 'k' } })
-    expect(await cli('dedup', 'remove', 'k', '--queue', 'dedup', '--json'))
-      .toEqual({ code: 0, stdout: '{"queue":"dedup","key":"k","removed":true}\n', stderr: '' })
+    expect(await cli('dedup', 'remove', 'k', '--queue', 'dedup', '--json')).toEqual({
+      code: 0,
+      stdout: '{"queue":"dedup","key":"k","removed":true}\n',
+      stderr: '',
+    })
     expect((await q.add('x', {}, { deduplication: { id: 'k' } })).outcome).toBe('added')
-    expect(await cli('dedup', 'remove', 'absent', '--queue', 'dedup'))
-      .toEqual({ code: 1, stdout: '', stderr: 'error: key \'absent\' is not held in queue dedup: nothing removed\n' })
+    expect(await cli('dedup', 'remove', 'absent', '--queue', 'dedup')).toEqual({
+      code: 1,
+      stdout: '',
+      stderr: "error: key 'absent' is not held in queue dedup: nothing removed\n",
+    })
   })
 
   it('pause and resume: the setting every worker reads; a queue never seen is refused with the known ones, unless --create', async () => {
@@ -121,18 +162,32 @@ describe.concurrent('write commands', () => {
       // (reports).
       for (const state of ['delayed', 'active', 'waiting-children', 'failed']) {
         const job = await new Queue(`in-${state}`, on).add('x', {})
-        await db.pool.query(`update "${db.schema}".jobs set state = $2, lock_token = case when $2 = 'active' then gen_random_uuid() end,
+        await db.pool.query(
+          `update "${db.schema}".jobs set state = $2, lock_token = case when $2 = 'active' then gen_random_uuid() end,
           locked_until = case when $2 = 'active' then now() + interval '1 minute' end,
-          finished_at = case when $2 = 'failed' then now() end where id = $1`, [job.id, state])
+          finished_at = case when $2 = 'failed' then now() end where id = $1`,
+          [job.id, state],
+        )
       }
       const known = 'emails, in-active, in-delayed, in-failed, in-waiting-children, reports'
-      const refused = (verb: string) => ({ code: 1, stdout: '', stderr: `error: queue emials was never seen in schema ${db.schema} `
-        + `(no job, setting or scheduler); known queues: ${known}; give --create to ${verb} it anyway\n` })
+      const refused = (verb: string) => ({
+        code: 1,
+        stdout: '',
+        stderr:
+          `error: queue emials was never seen in schema ${db.schema} ` +
+          `(no job, setting or scheduler); known queues: ${known}; give --create to ${verb} it anyway\n`,
+      })
       expect(await run('pause', 'emials')).toEqual(refused('pause'))
       expect(await run('resume', 'emials', '--json')).toEqual(refused('resume'))
-      expect((await db.pool.query(`select 1 from "${db.schema}".queue_settings where queue = 'emials'`)).rowCount).toBe(0)
+      expect((await db.pool.query(`select 1 from "${db.schema}".queue_settings where queue = 'emials'`)).rowCount).toBe(
+        0,
+      )
 
-      expect(await run('pause', 'emails', '--json')).toEqual({ code: 0, stdout: '{"queue":"emails","paused":true}\n', stderr: '' })
+      expect(await run('pause', 'emails', '--json')).toEqual({
+        code: 0,
+        stdout: '{"queue":"emails","paused":true}\n',
+        stderr: '',
+      })
       expect(await emails.isPaused()).toBe(true)
       expect(await run('resume', 'emails')).toEqual({ code: 0, stdout: 'queue emails: resumed\n', stderr: '' })
       expect(await emails.isPaused()).toBe(false)
@@ -150,8 +205,11 @@ describe.concurrent('write commands', () => {
     try {
       const first = await suite.runIn(schema, 'migrate', '--json')
       expect(JSON.parse(first.stdout)).toEqual({ schema, applied: committedMigrations().map((m) => m.filename) })
-      expect(await suite.runIn(schema, 'migrate'))
-        .toEqual({ code: 0, stdout: `schema ${schema} is up to date\n`, stderr: '' })
+      expect(await suite.runIn(schema, 'migrate')).toEqual({
+        code: 0,
+        stdout: `schema ${schema} is up to date\n`,
+        stderr: '',
+      })
     } finally {
       await suite.db.pool.query(`drop schema if exists "${schema}" cascade`)
     }
@@ -171,8 +229,11 @@ describe('pgonce sql', () => {
       expect([sql.code, sql.stderr]).toEqual([0, ''])
       if (psql) {
         // As docs/cli.md applies it: from a file (here stdin). Not as one argument: Linux caps an argument at 128 KiB.
-        const applied = spawnSync('psql', ['-X', '-q', '-v', 'ON_ERROR_STOP=1', '--single-transaction', '-f', '-', url],
-          { input: sql.stdout, encoding: 'utf8', env: { ...process.env, PGOPTIONS: '-c client_min_messages=warning' } })
+        const applied = spawnSync(
+          'psql',
+          ['-X', '-q', '-v', 'ON_ERROR_STOP=1', '--single-transaction', '-f', '-', url],
+          { input: sql.stdout, encoding: 'utf8', env: { ...process.env, PGOPTIONS: '-c client_min_messages=warning' } },
+        )
         expect([applied.status, applied.stderr]).toEqual([0, ''])
       } else {
         const client = new pg.Client({ connectionString: url })
@@ -207,6 +268,8 @@ describe('pgonce sql', () => {
     expect(since.stdout.match(/^-- \d{6}.*\.sql$/gm) ?? []).toEqual(all.slice(1).map((m) => `-- ${m.filename}`))
     const bad = await runCli(suite.main, ['sql', '--since', '999999'])
     expect([bad.code, bad.stdout]).toEqual([2, ''])
-    expect(bad.stderr).toBe(`error: --since: no committed migration 999999 (known: ${all.map((m) => m.filename).join(', ')})\n`)
+    expect(bad.stderr).toBe(
+      `error: --since: no committed migration 999999 (known: ${all.map((m) => m.filename).join(', ')})\n`,
+    )
   })
 })

@@ -41,13 +41,18 @@ async function expectFreshKey(key: string, ownerId: string): Promise<void> {
 
 async function jobRow(id: string) {
   const [row] = await t.sql<{ id: string; state: string; data: Payload; lock_token: string | null; run_at: Date }>(
-    'select id, state, data, lock_token, run_at from $S.jobs where id = $1', [id])
+    'select id, state, data, lock_token, run_at from $S.jobs where id = $1',
+    [id],
+  )
   return row
 }
 
 /** Leaves the key held for 5 more seconds, so that a reset to now()+TTL is visible. */
 const shortenTo5s = (key: string) =>
-  t.sql(`update $S.dedup_keys set expires_at = now() + interval '5 seconds' where queue = $1 and key = $2`, [QUEUE, key])
+  t.sql(`update $S.dedup_keys set expires_at = now() + interval '5 seconds' where queue = $1 and key = $2`, [
+    QUEUE,
+    key,
+  ])
 
 const allJobs = () => t.sql('select * from $S.jobs order by id')
 
@@ -63,7 +68,10 @@ async function addPendingOwner(key: string, state: Pending, ttl: number | undefi
 }
 
 async function rejection(p: Promise<unknown>): Promise<DeduplicationError> {
-  const err = await p.then(() => null, (e: unknown) => e)
+  const err = await p.then(
+    () => null,
+    (e: unknown) => e,
+  )
   expect(err).toBeInstanceOf(DeduplicationError)
   return err as DeduplicationError
 }
@@ -241,7 +249,9 @@ describe('held, owner active', () => {
     const keyBefore = await t.key(key)
     const jobsBefore = await allJobs()
 
-    const err = await rejection(queue.add('ext', { v: 'second' }, { deduplication: { id: key, ttl: TTL, extend: true } }))
+    const err = await rejection(
+      queue.add('ext', { v: 'second' }, { deduplication: { id: key, ttl: TTL, extend: true } }),
+    )
 
     expect(err.code).toBe('EXTEND_NOT_PENDING')
     expect(err.message).toContain('Duplicate unique_key (extended TTL)')
@@ -296,7 +306,9 @@ describe('held, owner terminal (TTL window still open)', () => {
       const owner = await addPendingOwner(key, 'waiting')
       await t.makeTerminal(owner.id, state)
       const keyBefore = await t.key(key)
-      const err = await rejection(queue.add('ext', { v: 'second' }, { deduplication: { id: key, ttl: TTL, extend: true } }))
+      const err = await rejection(
+        queue.add('ext', { v: 'second' }, { deduplication: { id: key, ttl: TTL, extend: true } }),
+      )
       expect(err.code).toBe('EXTEND_NOT_PENDING')
       expect(err.message).toContain('Duplicate unique_key (extended TTL)')
       expect(err.ownerId).toBe(owner.id)
@@ -347,7 +359,9 @@ describe('owner has a live dependent', () => {
     const owner = await addPendingOwner(key, 'waiting')
     await queue.add('child', { v: 'child' }, { dependsOn: [owner.id] })
     await t.makeActive(owner.id)
-    const err = await rejection(queue.add('next', { v: 'latest' }, { deduplication: { id: key, ttl: TTL, replace: true } }))
+    const err = await rejection(
+      queue.add('next', { v: 'latest' }, { deduplication: { id: key, ttl: TTL, replace: true } }),
+    )
     expect(err.code).toBe('REPLACE_HAS_DEPENDENTS')
     expect(await t.jobsWithKey(key)).toEqual([{ id: owner.id, state: 'active', data: { v: 'first' } }])
   })
@@ -378,7 +392,11 @@ describe('jobId and deduplication together: the jobId rule first', () => {
     const customId = newKey('custom')
     const key = newKey('jobid-first')
     const first = await queue.add('first', { v: 'first' }, { jobId: customId })
-    const again = await queue.add('again', { v: 'again' }, { jobId: customId, deduplication: { id: key, ttl: TTL, replace: true } })
+    const again = await queue.add(
+      'again',
+      { v: 'again' },
+      { jobId: customId, deduplication: { id: key, ttl: TTL, replace: true } },
+    )
     expect(again.id).toBe(first.id)
     expect(again.outcome).toBe('duplicate-job-id')
     expect(again.deduplicated).toBe(true)
@@ -389,7 +407,11 @@ describe('jobId and deduplication together: the jobId rule first', () => {
     const customId = newKey('custom')
     const key = newKey('jobid-replace')
     const first = await queue.add('first', { v: 'first' }, { jobId: customId, deduplication: { id: key, ttl: TTL } })
-    const again = await queue.add('again', { v: 'latest' }, { jobId: customId, deduplication: { id: key, ttl: TTL, replace: true } })
+    const again = await queue.add(
+      'again',
+      { v: 'latest' },
+      { jobId: customId, deduplication: { id: key, ttl: TTL, replace: true } },
+    )
     expect(again.id).toBe(first.id)
     expect(again.outcome).toBe('duplicate-job-id')
     expect(again.data).toEqual({ v: 'first' })
@@ -399,8 +421,16 @@ describe('jobId and deduplication together: the jobId rule first', () => {
 
   it('a new jobId with a held key: the key owner answers', async () => {
     const key = newKey('jobid-key-held')
-    const first = await queue.add('first', { v: 'first' }, { jobId: newKey('custom'), deduplication: { id: key, ttl: TTL } })
-    const other = await queue.add('other', { v: 'other' }, { jobId: newKey('custom'), deduplication: { id: key, ttl: TTL } })
+    const first = await queue.add(
+      'first',
+      { v: 'first' },
+      { jobId: newKey('custom'), deduplication: { id: key, ttl: TTL } },
+    )
+    const other = await queue.add(
+      'other',
+      { v: 'other' },
+      { jobId: newKey('custom'), deduplication: { id: key, ttl: TTL } },
+    )
     expect(other.id).toBe(first.id)
     expect(other.outcome).toBe('duplicate-key')
     expect(other.jobId).toBe(first.jobId)
@@ -414,7 +444,11 @@ describe('jobId and deduplication together: the jobId rule first', () => {
     const again = await queue.add('again', { v: 'again' }, { jobId: customId, deduplication: { id: key, ttl: TTL } })
     expect(again.id).toBe(first.id)
     expect(again.outcome).toBe('duplicate-key')
-    const replaced = await queue.add('again', { v: 'latest' }, { jobId: customId, deduplication: { id: key, ttl: TTL, replace: true } })
+    const replaced = await queue.add(
+      'again',
+      { v: 'latest' },
+      { jobId: customId, deduplication: { id: key, ttl: TTL, replace: true } },
+    )
     expect(replaced.outcome).toBe('replaced')
     expect(replaced.jobId).toBe(customId)
     expect((await t.key(key))?.job_id).toBe(replaced.id)

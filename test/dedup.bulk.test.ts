@@ -20,14 +20,17 @@ afterAll(() => closeDedupSuite({ db, queue }))
 
 const newKey = (label: string) => `${label}:${++seq}`
 
-const everything = () => Promise.all([
-  t.sql('select * from $S.jobs order by id'),
-  t.sql('select * from $S.dedup_keys order by queue, key'),
-  t.sql('select * from $S.job_dependencies order by job_id, depends_on'),
-])
+const everything = () =>
+  Promise.all([
+    t.sql('select * from $S.jobs order by id'),
+    t.sql('select * from $S.dedup_keys order by queue, key'),
+    t.sql('select * from $S.job_dependencies order by job_id, depends_on'),
+  ])
 
-const item = (v: string, deduplication?: { id: string; ttl?: number; extend?: boolean; replace?: boolean }): BulkItem<Payload> =>
-  ({ name: 'push', data: { v }, opts: deduplication === undefined ? {} : { deduplication } })
+const item = (
+  v: string,
+  deduplication?: { id: string; ttl?: number; extend?: boolean; replace?: boolean },
+): BulkItem<Payload> => ({ name: 'push', data: { v }, opts: deduplication === undefined ? {} : { deduplication } })
 
 describe('addBulk applies the key rules item by item, in input order', () => {
   it('a repeated key answers with the first item, whatever keys sort between them', async () => {
@@ -54,9 +57,16 @@ describe('addBulk applies the key rules item by item, in input order', () => {
     const j = newKey('shared-job-id')
     const z = newKey('z-key')
     const a = newKey('a-key')
-    const withJobId = (v: string, id: string): BulkItem<Payload> =>
-      ({ name: 'push', data: { v }, opts: { jobId: j, deduplication: { id, ttl: TTL } } })
-    const jobs = await queue.addBulk([withJobId('first', z), withJobId('second', a), { name: 'push', data: { v: 'third' }, opts: { jobId: j } }])
+    const withJobId = (v: string, id: string): BulkItem<Payload> => ({
+      name: 'push',
+      data: { v },
+      opts: { jobId: j, deduplication: { id, ttl: TTL } },
+    })
+    const jobs = await queue.addBulk([
+      withJobId('first', z),
+      withJobId('second', a),
+      { name: 'push', data: { v: 'third' }, opts: { jobId: j } },
+    ])
     expect(jobs.map((x) => x.outcome)).toEqual(['added', 'duplicate-job-id', 'duplicate-job-id'])
     expect(jobs.map((x) => x.data.v)).toEqual(['first', 'first', 'first'])
     expect(await t.keyOwner(z)).toBe(jobs[0]?.id)
@@ -67,7 +77,10 @@ describe('addBulk applies the key rules item by item, in input order', () => {
     const key = newKey('held-before')
     const owner = await queue.add('push', { v: 'owner' }, { deduplication: { id: key, ttl: TTL } })
     const jobs = await queue.addBulk([item('x', { id: key, ttl: TTL }), item('y', { id: key, ttl: TTL, extend: true })])
-    expect(jobs.map((j) => [j.id, j.outcome])).toEqual([[owner.id, 'duplicate-key'], [owner.id, 'extended']])
+    expect(jobs.map((j) => [j.id, j.outcome])).toEqual([
+      [owner.id, 'duplicate-key'],
+      [owner.id, 'extended'],
+    ])
     expect(jobs.map((j) => j.data)).toEqual([{ v: 'owner' }, { v: 'owner' }])
   })
 
@@ -84,7 +97,7 @@ describe('addBulk applies the key rules item by item, in input order', () => {
 })
 
 describe('several replaces of one key in a batch', () => {
-  it('leave only the last generation runnable, with the last item\'s data', async () => {
+  it("leave only the last generation runnable, with the last item's data", async () => {
     const key = newKey('replaces')
     const other = newKey('other')
     const jobs = await queue.addBulk([
@@ -128,13 +141,15 @@ describe('a rejection inside a batch rolls back the whole batch', () => {
     const fresh = newKey('fresh')
     const before = await everything()
 
-    const err = await queue.addBulk([
-      item('plain'),
-      item('fresh', { id: fresh, ttl: TTL }),
-      item('ext-ok', { id: extendable, ttl: TTL, extend: true }),
-      item('replace-x', { id: newKey('fresh-replace'), ttl: TTL, replace: true }),
-      item('ext-bad', { id: held, ttl: TTL, extend: true }),
-    ]).catch((e: unknown) => e)
+    const err = await queue
+      .addBulk([
+        item('plain'),
+        item('fresh', { id: fresh, ttl: TTL }),
+        item('ext-ok', { id: extendable, ttl: TTL, extend: true }),
+        item('replace-x', { id: newKey('fresh-replace'), ttl: TTL, replace: true }),
+        item('ext-bad', { id: held, ttl: TTL, extend: true }),
+      ])
+      .catch((e: unknown) => e)
 
     expect(err).toBeInstanceOf(DeduplicationError)
     expect((err as DeduplicationError).code).toBe('EXTEND_NOT_PENDING')
@@ -150,11 +165,13 @@ describe('a rejection inside a batch rolls back the whole batch', () => {
     const owner = await queue.add('push', { v: 'owner' }, { deduplication: { id: key, ttl: TTL } })
     await queue.add('child', { v: 'child' }, { dependsOn: [owner.id] })
     const before = await everything()
-    const err = await queue.addBulk([
-      item('fresh', { id: newKey('fresh'), ttl: TTL }),
-      item('replace', { id: key, ttl: TTL, replace: true }),
-      item('plain'),
-    ]).catch((e: unknown) => e)
+    const err = await queue
+      .addBulk([
+        item('fresh', { id: newKey('fresh'), ttl: TTL }),
+        item('replace', { id: key, ttl: TTL, replace: true }),
+        item('plain'),
+      ])
+      .catch((e: unknown) => e)
     expect(err).toBeInstanceOf(DeduplicationError)
     expect((err as DeduplicationError).code).toBe('REPLACE_HAS_DEPENDENTS')
     expect(await everything()).toEqual(before)

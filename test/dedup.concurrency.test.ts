@@ -31,8 +31,10 @@ async function warmUp(queue: Queue<Payload>): Promise<void> {
 beforeAll(async () => {
   db = await freshSchema('dedup_concurrency')
   t = new DedupTables<Payload>(db, QUEUE)
-  queues = Array.from({ length: CALLERS }, () =>
-    new Queue<Payload>(QUEUE, { connectionString: db.url, schema: db.schema, migrate: false, poolSize: 1 }))
+  queues = Array.from(
+    { length: CALLERS },
+    () => new Queue<Payload>(QUEUE, { connectionString: db.url, schema: db.schema, migrate: false, poolSize: 1 }),
+  )
   for (const q of queues) await warmUp(q)
 }, 180_000)
 
@@ -62,8 +64,11 @@ describe('50 concurrent adds of one key', () => {
   for (const ttl of [TTL, undefined]) {
     it(`create one job and answer all 50 with its id (${ttl === undefined ? 'no TTL' : 'TTL'})`, async () => {
       const key = `plain-${ttl ?? 'none'}`
-      const jobs = fulfilled(await allAtOnce((q, caller) =>
-        q.add('push', { caller }, { deduplication: ttl === undefined ? { id: key } : { id: key, ttl } })))
+      const jobs = fulfilled(
+        await allAtOnce((q, caller) =>
+          q.add('push', { caller }, { deduplication: ttl === undefined ? { id: key } : { id: key, ttl } }),
+        ),
+      )
 
       // One row: the losers' provisional rows are gone.
       const rows = await t.jobsWithKey(key)
@@ -81,9 +86,14 @@ describe('50 concurrent adds of one key', () => {
 describe('50 concurrent replaces of one key', () => {
   const prepared = {
     'key absent': async (_key: string) => null,
-    'owner pending': async (key: string) => (queues[0] as Queue<Payload>).add('push', { caller: -1 }, { deduplication: { id: key, ttl: TTL } }),
+    'owner pending': async (key: string) =>
+      (queues[0] as Queue<Payload>).add('push', { caller: -1 }, { deduplication: { id: key, ttl: TTL } }),
     'owner active': async (key: string) => {
-      const owner = await (queues[0] as Queue<Payload>).add('push', { caller: -1 }, { deduplication: { id: key, ttl: TTL } })
+      const owner = await (queues[0] as Queue<Payload>).add(
+        'push',
+        { caller: -1 },
+        { deduplication: { id: key, ttl: TTL } },
+      )
       await t.makeActive(owner.id)
       return owner
     },
@@ -92,8 +102,11 @@ describe('50 concurrent replaces of one key', () => {
     it(`leave exactly one runnable job, holding one caller's data, and the key pointing at it (${situation})`, async () => {
       const key = `replace-${situation.replace(' ', '-')}`
       const previous = await prepare(key)
-      const jobs = fulfilled(await allAtOnce((q, caller) =>
-        q.add('push', { caller }, { deduplication: { id: key, ttl: TTL, replace: true } })))
+      const jobs = fulfilled(
+        await allAtOnce((q, caller) =>
+          q.add('push', { caller }, { deduplication: { id: key, ttl: TTL, replace: true } }),
+        ),
+      )
 
       const rows = await t.jobsWithKey(key)
       const runnable = rows.filter((r) => r.state === 'waiting')
@@ -126,9 +139,16 @@ describe('50 concurrent replaces of one key', () => {
 describe('mixed concurrent extend and plain adds', () => {
   it('owner pending: no errors, every call is answered by the owner', async () => {
     const key = 'mixed-pending'
-    const owner = await (queues[0] as Queue<Payload>).add('push', { caller: -1 }, { deduplication: { id: key, ttl: 60_000 } })
-    const jobs = fulfilled(await allAtOnce((q, caller) =>
-      q.add('push', { caller }, { deduplication: { id: key, ttl: TTL, extend: caller % 2 === 0 } })))
+    const owner = await (queues[0] as Queue<Payload>).add(
+      'push',
+      { caller: -1 },
+      { deduplication: { id: key, ttl: 60_000 } },
+    )
+    const jobs = fulfilled(
+      await allAtOnce((q, caller) =>
+        q.add('push', { caller }, { deduplication: { id: key, ttl: TTL, extend: caller % 2 === 0 } }),
+      ),
+    )
     expect(new Set(jobs.map((j) => j.id))).toEqual(new Set([owner.id]))
     expect(count(jobs.map((j) => j.outcome as string))).toEqual({ extended: CALLERS / 2, 'duplicate-key': CALLERS / 2 })
     expect((await t.jobsWithKey(key)).map((r) => r.id)).toEqual([owner.id])
@@ -137,8 +157,11 @@ describe('mixed concurrent extend and plain adds', () => {
 
   it('key absent: one job is added, every other call is answered by it, no errors', async () => {
     const key = 'mixed-absent'
-    const jobs = fulfilled(await allAtOnce((q, caller) =>
-      q.add('push', { caller }, { deduplication: { id: key, ttl: TTL, extend: caller % 2 === 0 } })))
+    const jobs = fulfilled(
+      await allAtOnce((q, caller) =>
+        q.add('push', { caller }, { deduplication: { id: key, ttl: TTL, extend: caller % 2 === 0 } }),
+      ),
+    )
     const rows = await t.jobsWithKey(key)
     expect(rows).toHaveLength(1)
     expect(new Set(jobs.map((j) => j.id))).toEqual(new Set([rows[0]?.id]))
@@ -154,10 +177,15 @@ describe('mixed concurrent extend and plain adds', () => {
 
   it('owner active: every extend is rejected with EXTEND_NOT_PENDING, every plain add gets the owner', async () => {
     const key = 'mixed-active'
-    const owner = await (queues[0] as Queue<Payload>).add('push', { caller: -1 }, { deduplication: { id: key, ttl: TTL } })
+    const owner = await (queues[0] as Queue<Payload>).add(
+      'push',
+      { caller: -1 },
+      { deduplication: { id: key, ttl: TTL } },
+    )
     await t.makeActive(owner.id)
     const results = await allAtOnce((q, caller) =>
-      q.add('push', { caller }, { deduplication: { id: key, ttl: TTL, extend: caller % 2 === 0 } }))
+      q.add('push', { caller }, { deduplication: { id: key, ttl: TTL, extend: caller % 2 === 0 } }),
+    )
     for (const [caller, result] of results.entries()) {
       if (caller % 2 === 0) {
         expect(result.status).toBe('rejected')
@@ -175,8 +203,15 @@ describe('mixed concurrent extend and plain adds', () => {
 
   it('replaces racing plain adds and extends: one runnable job owns the key', async () => {
     const key = 'mixed-replace'
-    const jobs = fulfilled(await allAtOnce((q, caller) =>
-      q.add('push', { caller }, { deduplication: { id: key, ttl: TTL, replace: caller % 3 === 0, extend: caller % 3 === 1 } })))
+    const jobs = fulfilled(
+      await allAtOnce((q, caller) =>
+        q.add(
+          'push',
+          { caller },
+          { deduplication: { id: key, ttl: TTL, replace: caller % 3 === 0, extend: caller % 3 === 1 } },
+        ),
+      ),
+    )
     const rows = await t.jobsWithKey(key)
     expect(rows).toHaveLength(1)
     const winner = rows[0] as { id: string; data: Payload }

@@ -182,7 +182,7 @@ describe('job.removeDeduplicationKey is generation-safe', () => {
     expect(await t.keyOwner(key)).toBeUndefined()
   })
 
-  it('a duplicate answer carries the owner, so its removal releases the owner\'s key', async () => {
+  it("a duplicate answer carries the owner, so its removal releases the owner's key", async () => {
     const key = newKey('via-duplicate')
     const owner = await queue.add('push', { v: 'x' }, { deduplication: { id: key, ttl: TTL } })
     const dup = await queue.add('push', { v: 'y' }, { deduplication: { id: key, ttl: TTL } })

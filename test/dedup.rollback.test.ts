@@ -43,12 +43,18 @@ describe('a dedup add in a rolled-back transaction', () => {
       const before = await jobCount()
       let inside: string | undefined
       await rolledBack(async (tx) => {
-        const job = await queue.add('push', { v: 'x' }, { tx, deduplication: ttl === undefined ? { id: key } : { id: key, ttl } })
+        const job = await queue.add(
+          'push',
+          { v: 'x' },
+          { tx, deduplication: ttl === undefined ? { id: key } : { id: key, ttl } },
+        )
         expect(job.outcome).toBe('added')
         inside = job.id
         // Visible inside the transaction, invisible outside it.
-        expect((await tx.query(`select job_id from "${db.schema}".dedup_keys where queue = $1 and key = $2`, [QUEUE, key])).rows)
-          .toEqual([{ job_id: job.id }])
+        expect(
+          (await tx.query(`select job_id from "${db.schema}".dedup_keys where queue = $1 and key = $2`, [QUEUE, key]))
+            .rows,
+        ).toEqual([{ job_id: job.id }])
         expect(await queue.getDeduplicationJobId(key)).toBeNull()
       })
       expect(inside).toBeDefined()
@@ -88,7 +94,10 @@ describe('a dedup add in a rolled-back transaction', () => {
     const keys = [newKey('rollback-bulk'), newKey('rollback-bulk')]
     const before = await jobCount()
     await rolledBack(async (tx) => {
-      const jobs = await queue.addBulk(keys.map((id) => ({ name: 'push', data: { v: id }, opts: { deduplication: { id, ttl: TTL } } })), { tx })
+      const jobs = await queue.addBulk(
+        keys.map((id) => ({ name: 'push', data: { v: id }, opts: { deduplication: { id, ttl: TTL } } })),
+        { tx },
+      )
       expect(jobs.map((j) => j.outcome)).toEqual(['added', 'added'])
     })
     for (const key of keys) expect(await t.key(key)).toBeUndefined()

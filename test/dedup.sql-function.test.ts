@@ -14,14 +14,20 @@ let queue: Queue
 beforeAll(async () => ({ db, queue } = await openDedupSuite('dedup_sql', QUEUE)))
 afterAll(() => closeDedupSuite({ db, queue }))
 
-interface Admission { outcome: string | null; error: string | null; id: string | null; data: unknown }
+interface Admission {
+  outcome: string | null
+  error: string | null
+  id: string | null
+  data: unknown
+}
 
 /** Calls add_job the way a trigger or psql would, with named arguments. */
 async function addJob(key: string, data: object, extra = ''): Promise<Admission> {
   const { rows } = await db.pool.query<Admission>(
     `select a.outcome, a.error, (a.job).id, (a.job).data
      from "${db.schema}".add_job(queue => $1, name => 'push', data => $2::jsonb, dedup_id => $3, dedup_ttl_ms => $4${extra}) a`,
-    [QUEUE, JSON.stringify(data), key, TTL])
+    [QUEUE, JSON.stringify(data), key, TTL],
+  )
   return rows[0] as Admission
 }
 
@@ -29,7 +35,12 @@ describe('add_job from SQL', () => {
   it('adds, answers duplicates, extends and replaces by the same rules', async () => {
     const first = await addJob('k1', { v: 1 })
     expect(first).toMatchObject({ outcome: 'added', error: null, data: { v: 1 } })
-    expect(await addJob('k1', { v: 2 })).toEqual({ outcome: 'duplicate-key', error: null, id: first.id, data: { v: 1 } })
+    expect(await addJob('k1', { v: 2 })).toEqual({
+      outcome: 'duplicate-key',
+      error: null,
+      id: first.id,
+      data: { v: 1 },
+    })
     expect(await addJob('k1', { v: 3 }, ', dedup_extend => true')).toMatchObject({ outcome: 'extended', id: first.id })
     const replaced = await addJob('k1', { v: 4 }, ', dedup_replace => true')
     expect(replaced).toMatchObject({ outcome: 'replaced', data: { v: 4 } })
@@ -53,14 +64,21 @@ describe('add_job from SQL', () => {
   it('returns the rejection as a row with raise_rejection => false', async () => {
     const owner = await addJob('k3', { v: 1 })
     await db.pool.query(`update "${db.schema}".jobs set state = 'completed' where id = $1`, [owner.id])
-    expect(await addJob('k3', { v: 2 }, ', dedup_extend => true, raise_rejection => false'))
-      .toEqual({ outcome: null, error: 'EXTEND_NOT_PENDING', id: owner.id, data: { v: 1 } })
+    expect(await addJob('k3', { v: 2 }, ', dedup_extend => true, raise_rejection => false')).toEqual({
+      outcome: null,
+      error: 'EXTEND_NOT_PENDING',
+      id: owner.id,
+      data: { v: 1 },
+    })
   })
 
   it('refuses extend without a ttl', async () => {
-    const err = await db.pool.query(
-      `select * from "${db.schema}".add_job(queue => $1, name => 'push', dedup_id => 'k4', dedup_extend => true)`, [QUEUE],
-    ).catch((e: unknown) => e)
+    const err = await db.pool
+      .query(
+        `select * from "${db.schema}".add_job(queue => $1, name => 'push', dedup_id => 'k4', dedup_extend => true)`,
+        [QUEUE],
+      )
+      .catch((e: unknown) => e)
     expect(err).toMatchObject({ code: '22023' })
   })
 })

@@ -35,10 +35,12 @@ async function expiredKeys(n: number, prefix: string): Promise<void> {
      insert into "${db.schema}".dedup_keys (queue, key, job_id, expires_at)
      select $1, $2 || o.n, o.id, now() - make_interval(secs => 1 + o.n % 3600)
      from (select id, row_number() over (order by id) as n from owners) o`,
-    [QUEUE, prefix, n])
+    [QUEUE, prefix, n],
+  )
 }
 
-const keyCount = async () => Number((await db.pool.query(`select count(*) as n from "${db.schema}".dedup_keys`)).rows[0].n)
+const keyCount = async () =>
+  Number((await db.pool.query(`select count(*) as n from "${db.schema}".dedup_keys`)).rows[0].n)
 
 describe('delete-expired-dedup-keys', () => {
   it('deletes at most the limit per run, only expired keys, until none are left', async () => {
@@ -66,7 +68,9 @@ describe('delete-expired-dedup-keys', () => {
     const tx = await db.pool.connect()
     try {
       await tx.query('begin')
-      await tx.query(`select 1 from "${db.schema}".dedup_keys where queue = $1 and key = 'locked:1' for update`, [QUEUE])
+      await tx.query(`select 1 from "${db.schema}".dedup_keys where queue = $1 and key = 'locked:1' for update`, [
+        QUEUE,
+      ])
       expect(await sweep(100)).toBe(9)
       await tx.query('commit')
     } finally {
@@ -85,7 +89,9 @@ describe('delete-expired-dedup-keys', () => {
 
   it('does not delete a key an add re-took after it expired', async () => {
     const old = await queue.add('push', {}, { deduplication: { id: 'retaken', ttl: TTL } })
-    await db.pool.query(`update "${db.schema}".dedup_keys set expires_at = now() - interval '1 second' where key = 'retaken'`)
+    await db.pool.query(
+      `update "${db.schema}".dedup_keys set expires_at = now() - interval '1 second' where key = 'retaken'`,
+    )
     const fresh = await queue.add('push', {}, { deduplication: { id: 'retaken', ttl: TTL } })
     expect(fresh.id).not.toBe(old.id)
     expect(await sweep(100)).toBe(0)

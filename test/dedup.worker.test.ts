@@ -43,11 +43,22 @@ class Gates {
 
 /** Runs `body` with a Worker (concurrency 1) whose handler waits at its gate, then fails if `data.fail`. */
 async function withWorker(gates: Gates, body: (worker: Worker<Payload>) => Promise<void>): Promise<void> {
-  const worker = new Worker<Payload>(QUEUE, async (job: Job<Payload>) => {
-    await gates.pass(job.data.v)
-    if (job.data.fail) throw new Error(`failing ${job.data.v}`)
-    return job.data.v
-  }, { connectionString: db.url, schema: db.schema, concurrency: 1, pollIntervalMs: 100, maintenanceIntervalMs: 0, migrate: false })
+  const worker = new Worker<Payload>(
+    QUEUE,
+    async (job: Job<Payload>) => {
+      await gates.pass(job.data.v)
+      if (job.data.fail) throw new Error(`failing ${job.data.v}`)
+      return job.data.v
+    },
+    {
+      connectionString: db.url,
+      schema: db.schema,
+      concurrency: 1,
+      pollIntervalMs: 100,
+      maintenanceIntervalMs: 0,
+      migrate: false,
+    },
+  )
   try {
     await body(worker)
   } finally {
@@ -74,7 +85,11 @@ describe('a no-TTL key and its job run', () => {
     const key = newKey('fail')
     const gates = new Gates()
     gates.hold('f')
-    const job = await queue.add('push', { v: 'f', fail: true }, { deduplication: { id: key }, attempts: 2, backoff: 600_000 })
+    const job = await queue.add(
+      'push',
+      { v: 'f', fail: true },
+      { deduplication: { id: key }, attempts: 2, backoff: 600_000 },
+    )
     await withWorker(gates, async () => {
       await waitForState(db, job.id, 'active', 30_000)
       expect(await queue.getDeduplicationJobId(key)).toBe(job.id)
@@ -99,7 +114,11 @@ describe('a no-TTL key and its job run', () => {
       const gates = new Gates()
       gates.hold('gen1')
       gates.hold('gen2')
-      const gen1 = await queue.add('push', { v: 'gen1', fail: ending === 'fails for good' }, { deduplication: { id: key } })
+      const gen1 = await queue.add(
+        'push',
+        { v: 'gen1', fail: ending === 'fails for good' },
+        { deduplication: { id: key } },
+      )
       await withWorker(gates, async () => {
         await waitForState(db, gen1.id, 'active', 30_000)
         const gen2 = await queue.add('push', { v: 'gen2' }, { deduplication: { id: key, replace: true } })
@@ -152,7 +171,7 @@ describe('a TTL key and its job run', () => {
 describe('housekeeping and keys', () => {
   const maintain = () => runMaintenance({ connectionString: db.url, schema: db.schema })
 
-  it('a rescued job that has no attempt left releases its own no-TTL key, never a newer generation\'s', async () => {
+  it("a rescued job that has no attempt left releases its own no-TTL key, never a newer generation's", async () => {
     const own = newKey('rescue-own')
     const ownJob = await queue.add('push', { v: 'own' }, { deduplication: { id: own } })
     const moved = newKey('rescue-moved')
@@ -161,7 +180,10 @@ describe('housekeeping and keys', () => {
     const gen2 = await queue.add('push', { v: 'gen2' }, { deduplication: { id: moved, replace: true } })
     // Both leases ran out (a crashed worker) on a run that was already the one more run a stall gives: backdated on
     // the database clock.
-    await t.sql(`update $S.jobs set locked_until = now() - interval '1 minute', stalls = 1 where id = any($1::bigint[])`, [[ownJob.id, gen1.id]])
+    await t.sql(
+      `update $S.jobs set locked_until = now() - interval '1 minute', stalls = 1 where id = any($1::bigint[])`,
+      [[ownJob.id, gen1.id]],
+    )
 
     await waitFor(async () => (await maintain()).ran, 30_000, 'a maintenance run')
 
@@ -179,7 +201,14 @@ describe('housekeeping and keys', () => {
     }
     const held = newKey('sweep-held')
     const owner = await queue.add('push', { v: held }, { deduplication: { id: held, ttl: TTL } })
-    const result = await waitFor(async () => { const r = await maintain(); return r.ran ? r : undefined }, 30_000, 'a maintenance run')
+    const result = await waitFor(
+      async () => {
+        const r = await maintain()
+        return r.ran ? r : undefined
+      },
+      30_000,
+      'a maintenance run',
+    )
     expect(result.expiredKeys).toBe(2)
     for (const key of expired) expect(await t.key(key)).toBeUndefined()
     expect(await t.keyOwner(held)).toBe(owner.id)
@@ -187,21 +216,36 @@ describe('housekeeping and keys', () => {
 })
 
 describe('job.removeDeduplicationKey({ tx }) inside a handler', () => {
-  it('runs in the handler\'s transaction: rolled back with it, committed with it', async () => {
+  it("runs in the handler's transaction: rolled back with it, committed with it", async () => {
     const kept = newKey('tx-rollback')
     const gone = newKey('tx-commit')
     const own = new Queue<Payload>('dedup-worker-tx', { connectionString: db.url, schema: db.schema, migrate: false })
-    const a = await own.add('push', { v: 'rollback', fail: true }, { deduplication: { id: kept, ttl: TTL }, attempts: 1 })
+    const a = await own.add(
+      'push',
+      { v: 'rollback', fail: true },
+      { deduplication: { id: kept, ttl: TTL }, attempts: 1 },
+    )
     const b = await own.add('push', { v: 'commit' }, { deduplication: { id: gone, ttl: TTL } })
     const removed: boolean[] = []
-    const worker = new Worker<Payload>('dedup-worker-tx', async (job, ctx) => {
-      await ctx.transaction(async (tx) => {
-        removed.push(await job.removeDeduplicationKey({ tx }))
-        // Inside the transaction the key is gone; outside it is still held until commit.
-        expect(await own.getDeduplicationJobId(job.deduplicationId!)).toBe(job.id)
-        if (job.data.fail) throw new Error('roll back')
-      })
-    }, { connectionString: db.url, schema: db.schema, concurrency: 1, pollIntervalMs: 100, maintenanceIntervalMs: 0, migrate: false })
+    const worker = new Worker<Payload>(
+      'dedup-worker-tx',
+      async (job, ctx) => {
+        await ctx.transaction(async (tx) => {
+          removed.push(await job.removeDeduplicationKey({ tx }))
+          // Inside the transaction the key is gone; outside it is still held until commit.
+          expect(await own.getDeduplicationJobId(job.deduplicationId!)).toBe(job.id)
+          if (job.data.fail) throw new Error('roll back')
+        })
+      },
+      {
+        connectionString: db.url,
+        schema: db.schema,
+        concurrency: 1,
+        pollIntervalMs: 100,
+        maintenanceIntervalMs: 0,
+        migrate: false,
+      },
+    )
     try {
       await waitForState(db, a.id, 'failed', 30_000)
       await waitForState(db, b.id, 'completed', 30_000)

@@ -9,7 +9,10 @@ import { expect, inject, it } from 'vitest'
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..')
 
 /** Runs examples/demo.ts the way the `demo` script does; kills it after `timeoutMs`. */
-function runDemo(env: Record<string, string>, timeoutMs: number): Promise<{ code: number | null; stdout: string; stderr: string }> {
+function runDemo(
+  env: Record<string, string>,
+  timeoutMs: number,
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolvePromise, reject) => {
     const child = spawn(process.execPath, ['--import', 'tsx', 'examples/demo.ts'], {
       cwd: repoRoot,
@@ -36,22 +39,38 @@ function runDemo(env: Record<string, string>, timeoutMs: number): Promise<{ code
 
 it('fires duplicated comment events, survives a worker killed mid-send, and sends every push exactly once', async () => {
   const url = inject('databaseUrl')
-  const { code, stdout, stderr } = await runDemo({
-    DATABASE_URL: url, PGONCE_TEST_POSTGRES: 'env', DEMO_EVENTS: '300', DEMO_USERS: '40', DEMO_QUIET: '1',
-  }, 30_000)
+  const { code, stdout, stderr } = await runDemo(
+    {
+      DATABASE_URL: url,
+      PGONCE_TEST_POSTGRES: 'env',
+      DEMO_EVENTS: '300',
+      DEMO_USERS: '40',
+      DEMO_QUIET: '1',
+    },
+    30_000,
+  )
 
   expect(code, `${stdout}\n${stderr}`).toBe(0)
   expect(stdout).toMatch(/^exactly once: yes$/m)
   expect(stdout).toMatch(/^kill: SIGKILL to worker \d+ inside the send of job \d+/m)
-  expect(stdout).toMatch(/^the killed send: job \d+ is completed after \d+ attempts, rescued after its lease; its push was sent 1 time$/m)
+  expect(stdout).toMatch(
+    /^the killed send: job \d+ is completed after \d+ attempts, rescued after its lease; its push was sent 1 time$/m,
+  )
   // The table, on stdout: 300 events, 180 of them posts, so 180 pushes.
   expect(stdout).toMatch(/│ events fired +│ +300 │/)
   expect(stdout).toMatch(/│ notifications sent +│ +180 │/)
-  for (const row of ['duplicates absorbed by jobId', 'duplicates absorbed by dedup key', 'duplicates absorbed by the effect ledger', 'jobs rescued after the kill']) {
+  for (const row of [
+    'duplicates absorbed by jobId',
+    'duplicates absorbed by dedup key',
+    'duplicates absorbed by the effect ledger',
+    'jobs rescued after the kill',
+  ]) {
     expect(stdout).toContain(row)
   }
   // The breakdown says what its columns count.
-  expect(stdout).toMatch(/^by effect ledger: of the new jobs, those whose run found its push already recorded by ctx\.effect/m)
+  expect(stdout).toMatch(
+    /^by effect ledger: of the new jobs, those whose run found its push already recorded by ctx\.effect/m,
+  )
   // Quiet: no progress bar anywhere.
   expect(stdout + stderr).not.toContain('events fired █')
 

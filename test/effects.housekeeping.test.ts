@@ -19,7 +19,8 @@ async function seed(prefix: string, state: 'running' | 'done', count: number, ex
     `insert into "${db.schema}".execution_claims (key, state, token, expires_at)
      select $1 || g, $2, case when $2 = 'running' then gen_random_uuid() end, ${expires === null ? 'null' : `now() + $4::interval`}
      from generate_series(1, $3::int) g`,
-    expires === null ? [prefix, state, count] : [prefix, state, count, expires])
+    expires === null ? [prefix, state, count] : [prefix, state, count, expires],
+  )
 }
 
 const sweep = async (limit: number): Promise<number> =>
@@ -50,11 +51,13 @@ describe('delete-expired-claims', () => {
     await db.pool.query(`delete from "${db.schema}".execution_claims`)
     await seed('old-', 'done', 200, '-1 hour')
     await seed('keep-', 'running', 5, '1 hour')
-    const counts = await Promise.all([0, 1, 2, 3].map(async () => {
-      let total = 0
-      for (let n = await sweep(25); n > 0; n = await sweep(25)) total += n
-      return total
-    }))
+    const counts = await Promise.all(
+      [0, 1, 2, 3].map(async () => {
+        let total = 0
+        for (let n = await sweep(25); n > 0; n = await sweep(25)) total += n
+        return total
+      }),
+    )
     expect(counts.reduce((a, b) => a + b, 0)).toBe(200)
     expect(await remaining()).toHaveLength(5)
   })

@@ -27,7 +27,9 @@ afterAll(async () => {
 
 async function ledger(key: string): Promise<number> {
   const { rows } = await db.pool.query<{ n: number }>(
-    `select count(*)::int as n from "${db.schema}".processed_effects where effect_key = $1`, [key])
+    `select count(*)::int as n from "${db.schema}".processed_effects where effect_key = $1`,
+    [key],
+  )
   return rows[0]?.n ?? -1
 }
 
@@ -69,10 +71,12 @@ describe('effects.record', () => {
       await client.query(`insert into "${db.schema}".effect_runs (key, runner) values ($1, $2)`, [key, runner])
       return 'charged'
     }
-    await expect(inTransaction('commit', async (c) => {
-      await chargeOnce(c, 'first')()
-      throw new Error('gateway timeout')
-    })).rejects.toThrow('gateway timeout')
+    await expect(
+      inTransaction('commit', async (c) => {
+        await chargeOnce(c, 'first')()
+        throw new Error('gateway timeout')
+      }),
+    ).rejects.toThrow('gateway timeout')
     expect(await ledger(key)).toBe(0)
     expect(await inTransaction('commit', (c) => chargeOnce(c, 'retry')())).toBe('charged')
     expect(await inTransaction('commit', (c) => chargeOnce(c, 'replay')())).toBe('skipped')
@@ -81,13 +85,17 @@ describe('effects.record', () => {
   })
 
   it('works inside a Kysely transaction', async () => {
-    const kysely = new Kysely<Record<string, never>>({ dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: db.url, max: 2 }) }) })
+    const kysely = new Kysely<Record<string, never>>({
+      dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: db.url, max: 2 }) }),
+    })
     try {
       const key = 'kysely:1'
-      await expect(kysely.transaction().execute(async (trx) => {
-        expect(await effects.record(trx, key)).toBe(true)
-        throw new Error('roll back')
-      })).rejects.toThrow('roll back')
+      await expect(
+        kysely.transaction().execute(async (trx) => {
+          expect(await effects.record(trx, key)).toBe(true)
+          throw new Error('roll back')
+        }),
+      ).rejects.toThrow('roll back')
       expect(await ledger(key)).toBe(0)
       expect(await kysely.transaction().execute((trx) => effects.record(trx, key))).toBe(true)
       expect(await kysely.transaction().execute((trx) => effects.record(trx, key))).toBe(false)
@@ -109,9 +117,17 @@ describe('effects.record', () => {
         const bPid = (await b.query<{ pid: number }>('select pg_backend_pid() as pid')).rows[0]?.pid
         const second = effects.record(b, key)
         // Until the server shows b blocked on a's uncommitted row.
-        await waitFor(async () => (await db.pool.query<{ waiting: boolean }>(
-          `select wait_event_type = 'Lock' as waiting from pg_stat_activity where pid = $1`, [bPid])).rows[0]?.waiting === true,
-        30_000, 'the second record to wait for the first transaction')
+        await waitFor(
+          async () =>
+            (
+              await db.pool.query<{ waiting: boolean }>(
+                `select wait_event_type = 'Lock' as waiting from pg_stat_activity where pid = $1`,
+                [bPid],
+              )
+            ).rows[0]?.waiting === true,
+          30_000,
+          'the second record to wait for the first transaction',
+        )
         await a.query(end)
         expect(await second).toBe(end === 'rollback')
         await b.query('commit')

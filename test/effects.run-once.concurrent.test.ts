@@ -14,7 +14,10 @@ let contenders: Effects[] = []
 beforeAll(async () => {
   db = await freshSchema('effects_concurrent')
   await createRunsTable(db.pool, db.schema)
-  contenders = Array.from({ length: CONTENDERS }, () => new Effects({ connectionString: db.url, schema: db.schema, poolSize: 2 }))
+  contenders = Array.from(
+    { length: CONTENDERS },
+    () => new Effects({ connectionString: db.url, schema: db.schema, poolSize: 2 }),
+  )
   // Connect and pass the migration check first, so the contenders meet at the claim itself.
   await Promise.all(contenders.map((e, i) => e.runOnce(`warm-up:${i}`, () => {})))
 })
@@ -27,10 +30,12 @@ afterAll(async () => {
 /** Starts every contender's runOnce in the same tick, once all are waiting at the barrier. */
 async function race<T>(start: (e: Effects, i: number) => Promise<T>): Promise<PromiseSettledResult<T>[]> {
   const barrier = deferred()
-  const all = Promise.allSettled(contenders.map(async (e, i) => {
-    await barrier.promise
-    return start(e, i)
-  }))
+  const all = Promise.allSettled(
+    contenders.map(async (e, i) => {
+      await barrier.promise
+      return start(e, i)
+    }),
+  )
   barrier.resolve()
   return all
 }
@@ -39,11 +44,13 @@ describe('runOnce with 8 concurrent callers on one key', () => {
   it('runs the work exactly once per key; every other caller gets a duplicate outcome', async () => {
     for (let round = 0; round < ROUNDS; round++) {
       const key = `notify:push:42:${round}`
-      const settled = await race((e, i) => e.runOnce(key, async () => {
-        await recordRun(db.pool, db.schema, key, `c${i}`)
-        // Widen the window in which the others find the claim running.
-        await db.pool.query('select pg_sleep(0.02)')
-      }))
+      const settled = await race((e, i) =>
+        e.runOnce(key, async () => {
+          await recordRun(db.pool, db.schema, key, `c${i}`)
+          // Widen the window in which the others find the claim running.
+          await db.pool.query('select pg_sleep(0.02)')
+        }),
+      )
       const outcomes = settled.map((s) => {
         if (s.status === 'rejected') throw s.reason
         return s.value
@@ -63,10 +70,12 @@ describe('runOnce with 8 concurrent callers on one key', () => {
   it('never answers duplicate-done while holders keep failing and releasing; the failures all ran the work', async () => {
     for (let round = 0; round < ROUNDS; round++) {
       const key = `flaky:${round}`
-      const settled = await race((e, i) => e.runOnce(key, async () => {
-        await recordRun(db.pool, db.schema, key, `c${i}`)
-        throw new Error(`boom c${i}`)
-      }))
+      const settled = await race((e, i) =>
+        e.runOnce(key, async () => {
+          await recordRun(db.pool, db.schema, key, `c${i}`)
+          throw new Error(`boom c${i}`)
+        }),
+      )
       const failed = settled.filter((s) => s.status === 'rejected')
       const answered = settled.flatMap((s) => (s.status === 'fulfilled' ? [s.value] : []))
       expect(failed.length).toBeGreaterThanOrEqual(1)

@@ -27,7 +27,9 @@ afterAll(async () => {
 /** Moves a claim's expiry into the past by the database clock. */
 async function expireClaim(key: string): Promise<void> {
   const { rowCount } = await db.pool.query(
-    `update "${db.schema}".execution_claims set expires_at = now() - interval '1 second' where key = $1`, [key])
+    `update "${db.schema}".execution_claims set expires_at = now() - interval '1 second' where key = $1`,
+    [key],
+  )
   expect(rowCount).toBe(1)
 }
 
@@ -36,7 +38,9 @@ describe('a claim left by a crashed holder', () => {
     const key = 'crashed:backdated'
     await db.pool.query(
       `insert into "${db.schema}".execution_claims (key, state, token, expires_at)
-       values ($1, 'running', gen_random_uuid(), now() - interval '1 millisecond')`, [key])
+       values ($1, 'running', gen_random_uuid(), now() - interval '1 millisecond')`,
+      [key],
+    )
     const outcome = await fresh.runOnce(key, () => recordRun(db.pool, db.schema, key, 'fresh'))
     expect(outcome).toBe('ran')
     expect(await runsOf(db.pool, db.schema, key)).toEqual(['fresh'])
@@ -48,16 +52,28 @@ describe('a claim left by a crashed holder', () => {
     const holding = deferred()
     const started = deferred()
     // The "crashed" holder: its work never finishes while we look.
-    const holder = stale.runOnce(key, async () => {
-      started.resolve()
-      await holding.promise
-    }, { claimTtl: 4000 })
+    const holder = stale.runOnce(
+      key,
+      async () => {
+        started.resolve()
+        await holding.promise
+      },
+      { claimTtl: 4000 },
+    )
     await started.promise
     expect(await fresh.runOnce(key, () => recordRun(db.pool, db.schema, key, 'early'))).toBe('duplicate-running')
     // Until the claim has expired by the database clock.
-    await waitFor(async () => (await db.pool.query<{ expired: boolean }>(
-      `select expires_at <= now() as expired from "${db.schema}".execution_claims where key = $1`, [key])).rows[0]?.expired === true,
-    30_000, 'the claim to expire')
+    await waitFor(
+      async () =>
+        (
+          await db.pool.query<{ expired: boolean }>(
+            `select expires_at <= now() as expired from "${db.schema}".execution_claims where key = $1`,
+            [key],
+          )
+        ).rows[0]?.expired === true,
+      30_000,
+      'the claim to expire',
+    )
     expect(await fresh.runOnce(key, () => recordRun(db.pool, db.schema, key, 'fresh'))).toBe('ran')
     expect(await runsOf(db.pool, db.schema, key)).toEqual(['fresh'])
     holding.resolve()
@@ -69,11 +85,17 @@ describe('a claim left by a crashed holder', () => {
   it('sets expires_at from the database clock: now() + claimTtl while running', async () => {
     const key = 'clock:claim'
     let remaining = NaN
-    await fresh.runOnce(key, async () => {
-      const { rows } = await db.pool.query<{ ms: number }>(
-        `select extract(epoch from expires_at - now()) * 1000 as ms from "${db.schema}".execution_claims where key = $1`, [key])
-      remaining = Number(rows[0]?.ms)
-    }, { claimTtl: 120_000 })
+    await fresh.runOnce(
+      key,
+      async () => {
+        const { rows } = await db.pool.query<{ ms: number }>(
+          `select extract(epoch from expires_at - now()) * 1000 as ms from "${db.schema}".execution_claims where key = $1`,
+          [key],
+        )
+        remaining = Number(rows[0]?.ms)
+      },
+      { claimTtl: 120_000 },
+    )
     expect(remaining).toBeGreaterThan(60_000)
     expect(remaining).toBeLessThanOrEqual(120_000)
   })
@@ -104,7 +126,7 @@ describe('a stale holder whose claim expired and was taken over', () => {
     return { staleGo, staleRun, freshGo, freshRun, freshToken: owner?.token as string }
   }
 
-  it('cannot release the new owner\'s claim when its work fails', async () => {
+  it("cannot release the new owner's claim when its work fails", async () => {
     const key = 'stale:release'
     const s = await staleThenFresh(key)
     s.staleGo.resolve('fail')
@@ -118,7 +140,7 @@ describe('a stale holder whose claim expired and was taken over', () => {
     expect(await claimRow(db.pool, db.schema, key)).toMatchObject({ state: 'done', token: null })
   })
 
-  it('cannot complete the new owner\'s claim; it reports the loss (warning + claim-lost) and still says ran', async () => {
+  it("cannot complete the new owner's claim; it reports the loss (warning + claim-lost) and still says ran", async () => {
     const key = 'stale:complete'
     const lostBefore = stale.outcomes.get('claim-lost')
     const warnsBefore = staleLog.entries.filter((e) => e.level === 'warn').length

@@ -18,7 +18,10 @@ afterAll(async () => {
 })
 
 async function rejection(p: Promise<unknown>): Promise<ValidationError> {
-  const err = await p.then(() => null, (e: unknown) => e)
+  const err = await p.then(
+    () => null,
+    (e: unknown) => e,
+  )
   expect(err).toBeInstanceOf(ValidationError)
   return err as ValidationError
 }
@@ -26,7 +29,9 @@ async function rejection(p: Promise<unknown>): Promise<ValidationError> {
 describe('Effects input checks', () => {
   it('rejects bad constructor options', () => {
     expect(() => new Effects({ connectionString: db.url, schema: 'Bad-Schema' })).toThrow(ValidationError)
-    expect(() => new Effects({ connectionString: db.url, claimTtl: 5 } as never)).toThrow(/options\.claimTtl: unknown option/)
+    expect(() => new Effects({ connectionString: db.url, claimTtl: 5 } as never)).toThrow(
+      /options\.claimTtl: unknown option/,
+    )
     expect(() => new Effects({})).toThrow(/exactly one of connectionString and pool/)
   })
 

@@ -23,10 +23,18 @@ it('job_counts, held_keys and failed_jobs reflect the jobs table', async () => {
   const failed = await queue.add('d', { n: 4 })
   const S = `"${db.schema}"`
   await db.pool.query(`update ${S}.dedup_keys set expires_at = now() - interval '1 second' where key = 'expired'`)
-  await db.pool.query(`update ${S}.jobs set state = 'failed', last_error = 'boom', finished_at = now() where id = $1`, [failed.id])
+  await db.pool.query(`update ${S}.jobs set state = 'failed', last_error = 'boom', finished_at = now() where id = $1`, [
+    failed.id,
+  ])
 
-  const counts = await db.pool.query(`select state, jobs::int from ${S}.job_counts where queue = 'views' order by state`)
-  expect(counts.rows).toEqual([{ state: 'delayed', jobs: 1 }, { state: 'failed', jobs: 1 }, { state: 'waiting', jobs: 2 }])
+  const counts = await db.pool.query(
+    `select state, jobs::int from ${S}.job_counts where queue = 'views' order by state`,
+  )
+  expect(counts.rows).toEqual([
+    { state: 'delayed', jobs: 1 },
+    { state: 'failed', jobs: 1 },
+    { state: 'waiting', jobs: 2 },
+  ])
 
   const keys = await db.pool.query(`select key, job_id from ${S}.held_keys`)
   expect(keys.rows).toEqual([{ key: 'held', job_id: held.id }])

@@ -27,7 +27,9 @@ afterAll(async () => {
 async function leaseExpired(id: string, attempts: number, agoMs = 1_000): Promise<void> {
   await db.pool.query(
     `update "${db.schema}".jobs set state = 'active', attempts = $2, lock_token = gen_random_uuid(), locked_by = 'dead-worker',
-       started_at = now(), locked_until = now() - make_interval(secs => $3 / 1000.0) where id = $1`, [id, attempts, agoMs])
+       started_at = now(), locked_until = now() - make_interval(secs => $3 / 1000.0) where id = $1`,
+    [id, attempts, agoMs],
+  )
 }
 
 describe('runMaintenance', () => {
@@ -42,7 +44,13 @@ describe('runMaintenance', () => {
     const result = await runMaintenance({ connectionString: db.url, schema: db.schema })
     expect(result).toMatchObject({ rescued: 2, ran: true })
 
-    expect(await storedJob(db, retry.id)).toMatchObject({ state: 'waiting', attempts: 1, stalls: 1, lock_token: null, locked_by: null })
+    expect(await storedJob(db, retry.id)).toMatchObject({
+      state: 'waiting',
+      attempts: 1,
+      stalls: 1,
+      lock_token: null,
+      locked_by: null,
+    })
     expect((await storedJob(db, retry.id)).last_error).toMatch(/lease expired: worker dead-worker/)
     // its attempts are used up, but a crashed worker is not the job's failure: it runs once more
     expect(await storedJob(db, last.id)).toMatchObject({ state: 'waiting', attempts: 2, stalls: 1, lock_token: null })
@@ -63,17 +71,24 @@ describe('runMaintenance', () => {
   it('deletes expired TTL dedup keys and expired execution claims, keeping live ones', async () => {
     const job = await queue.add('k', {}, { deduplication: { id: 'ttl-live', ttl: 60_000 } })
     const old = await queue.add('k', {}, { deduplication: { id: 'ttl-dead', ttl: 60_000 } })
-    await db.pool.query(`update "${db.schema}".dedup_keys set expires_at = now() - interval '1 second' where key = 'ttl-dead'`)
+    await db.pool.query(
+      `update "${db.schema}".dedup_keys set expires_at = now() - interval '1 second' where key = 'ttl-dead'`,
+    )
     await db.pool.query(
       `insert into "${db.schema}".execution_claims (key, state, token, expires_at) values
          ('claim-dead', 'running', gen_random_uuid(), now() - interval '1 second'),
          ('claim-live', 'running', gen_random_uuid(), now() + interval '1 hour'),
-         ('done-forever', 'done', null, null)`)
+         ('done-forever', 'done', null, null)`,
+    )
     const result = await runMaintenance({ pool: db.pool, schema: db.schema })
     expect(result).toMatchObject({ expiredKeys: 1, expiredClaims: 1 })
-    const { rows: keys } = await db.pool.query<{ key: string }>(`select key from "${db.schema}".dedup_keys where key like 'ttl-%' order by key`)
+    const { rows: keys } = await db.pool.query<{ key: string }>(
+      `select key from "${db.schema}".dedup_keys where key like 'ttl-%' order by key`,
+    )
     expect(keys.map((k) => k.key)).toEqual(['ttl-live'])
-    const { rows: claims } = await db.pool.query<{ key: string }>(`select key from "${db.schema}".execution_claims order by key`)
+    const { rows: claims } = await db.pool.query<{ key: string }>(
+      `select key from "${db.schema}".execution_claims order by key`,
+    )
     expect(claims.map((c) => c.key)).toEqual(['claim-live', 'done-forever'])
     expect(job.id).not.toBe(old.id)
   })
@@ -87,7 +102,15 @@ describe('runMaintenance', () => {
     const job = await queue.add('x', {}, { attempts: 2 })
     await leaseExpired(job.id, 1)
     const blocked = await runMaintenance({ pool: db.pool, schema: db.schema })
-    expect(blocked).toEqual({ rescued: 0, expiredKeys: 0, expiredClaims: 0, promoted: 0, pruned: 0, prunedEffects: 0, ran: false })
+    expect(blocked).toEqual({
+      rescued: 0,
+      expiredKeys: 0,
+      expiredClaims: 0,
+      promoted: 0,
+      pruned: 0,
+      prunedEffects: 0,
+      ran: false,
+    })
     expect((await storedJob(db, job.id)).state).toBe('active')
     // the other runner's backend dies inside its batch (killed worker, lost connection): its lock goes with it
     await db.pool.query('select pg_terminate_backend($1)', [backendPid(holder)])
@@ -96,10 +119,21 @@ describe('runMaintenance', () => {
   })
 
   it('two parents completing in concurrent transactions: the second waits for the first on the dependent, then promotes it', async () => {
-    const [p1, p2] = await queue.addBulk([{ name: 'p', data: {} }, { name: 'p', data: {} }])
+    const [p1, p2] = await queue.addBulk([
+      { name: 'p', data: {} },
+      { name: 'p', data: {} },
+    ])
     const child = await queue.add('c', {}, { dependsOn: [p1!.id, p2!.id] })
-    const { rows: claimed } = await db.pool.query<{ id: string; lock_token: string }>(
-      sqlFor('claim-jobs', db.schema), ['maint', 100, 60_000, 'test', newTokenPrefix(), -2147483648, '-100000000000000000', '0'])
+    const { rows: claimed } = await db.pool.query<{ id: string; lock_token: string }>(sqlFor('claim-jobs', db.schema), [
+      'maint',
+      100,
+      60_000,
+      'test',
+      newTokenPrefix(),
+      -2147483648,
+      '-100000000000000000',
+      '0',
+    ])
     const token = (id: string) => claimed.find((r) => r.id === id)!.lock_token
     const a = new pg.Client({ connectionString: db.url })
     const b = new pg.Client({ connectionString: db.url })
@@ -127,7 +161,9 @@ describe('runMaintenance', () => {
     // As if the promotion had been lost: the parent completed behind the trigger's back.
     await db.pool.query(`alter table "${db.schema}".jobs disable trigger jobs_finished`)
     try {
-      await db.pool.query(`update "${db.schema}".jobs set state = 'completed', finished_at = now() where id = $1`, [p1!.id])
+      await db.pool.query(`update "${db.schema}".jobs set state = 'completed', finished_at = now() where id = $1`, [
+        p1!.id,
+      ])
     } finally {
       await db.pool.query(`alter table "${db.schema}".jobs enable trigger jobs_finished`)
     }

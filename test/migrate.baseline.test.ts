@@ -41,9 +41,25 @@ describe('the baseline migration', () => {
     const history = await catalogOf(pool, fromHistory)
     const baseline = await catalogOf(pool, fromBaseline)
     // Both sides were read: a query that found nothing would compare equal.
-    expect(new Set(history.map((e) => e.kind))).toEqual(new Set(['column', 'composite type', 'constraint', 'domain',
-      'enum', 'function', 'index', 'relation', 'rows', 'sequence', 'trigger', 'view']))
-    expect(history.find((e) => e.kind === 'relation' && e.name === 'jobs')?.def).toMatch(/autovacuum_vacuum_scale_factor=/)
+    expect(new Set(history.map((e) => e.kind))).toEqual(
+      new Set([
+        'column',
+        'composite type',
+        'constraint',
+        'domain',
+        'enum',
+        'function',
+        'index',
+        'relation',
+        'rows',
+        'sequence',
+        'trigger',
+        'view',
+      ]),
+    )
+    expect(history.find((e) => e.kind === 'relation' && e.name === 'jobs')?.def).toMatch(
+      /autovacuum_vacuum_scale_factor=/,
+    )
     expect(baseline).toEqual(history)
   })
 })

@@ -49,11 +49,21 @@ describe('a schema migrated with another history', () => {
     const queue = new Queue('old', { pool, schema })
     const ran: string[] = []
     const errors: unknown[] = []
-    const worker = new Worker('old', async (job) => { ran.push(job.id) }, { pool, schema })
+    const worker = new Worker(
+      'old',
+      async (job) => {
+        ran.push(job.id)
+      },
+      { pool, schema },
+    )
     worker.on('error', (e) => errors.push(e))
     try {
       await expect(queue.add('x', {})).rejects.toBeInstanceOf(SchemaHistoryError)
-      await waitFor(() => errors.some((e) => e instanceof SchemaHistoryError), 10_000, 'the worker to report the history')
+      await waitFor(
+        () => errors.some((e) => e instanceof SchemaHistoryError),
+        10_000,
+        'the worker to report the history',
+      )
       expect(ran).toEqual([])
       expect((await pool.query(`select state from "${schema}".jobs`)).rows).toEqual([{ state: 'waiting' }])
     } finally {

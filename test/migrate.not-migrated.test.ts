@@ -33,15 +33,22 @@ function expectNotMigrated(err: unknown): void {
   expect((e.cause as { code?: string }).code).toBe(e.sqlstate)
 }
 
-const failure = (p: Promise<unknown>): Promise<unknown> => p.then(() => {
-  throw new Error('expected the call to fail')
-}, (err: unknown) => err)
+const failure = (p: Promise<unknown>): Promise<unknown> =>
+  p.then(
+    () => {
+      throw new Error('expected the call to fail')
+    },
+    (err: unknown) => err,
+  )
 
 describe('migrate: false on a schema that does not exist', () => {
   it('Queue calls (on its pool and in your transaction), Effects and a Worker say to migrate; after migrate() they work', async () => {
     const queue = new Queue('q', { connectionString: url, schema, migrate: false })
     const effects = new Effects({ connectionString: url, schema, migrate: false })
-    closers.push(() => queue.close(), () => effects.close())
+    closers.push(
+      () => queue.close(),
+      () => effects.close(),
+    )
     expectNotMigrated(await failure(queue.add('plain', {})))
     expectNotMigrated(await failure(queue.add('keyed', {}, { jobId: 'k' })))
     expectNotMigrated(await failure(queue.getJobCounts()))
@@ -54,7 +61,13 @@ describe('migrate: false on a schema that does not exist', () => {
     }
 
     const errors: Error[] = []
-    const worker = new Worker('q', async () => {}, { connectionString: url, schema, migrate: false, pollIntervalMs: 100, maintenanceIntervalMs: 0 })
+    const worker = new Worker('q', async () => {}, {
+      connectionString: url,
+      schema,
+      migrate: false,
+      pollIntervalMs: 100,
+      maintenanceIntervalMs: 0,
+    })
     worker.on('error', (err) => errors.push(err))
     closers.push(() => worker.close())
     await waitFor(() => errors.some((e) => e instanceof SetupError), 10_000, "the worker's 'error'")

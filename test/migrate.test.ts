@@ -29,7 +29,8 @@ function newSchemaName(label: string): string {
 
 async function appliedMigrations(pool: pg.Pool, schema: string): Promise<{ filename: string; n: number }[]> {
   const { rows } = await pool.query(
-    `select filename, count(*)::int as n from "${schema}".migrations group by filename order by filename`)
+    `select filename, count(*)::int as n from "${schema}".migrations group by filename order by filename`,
+  )
   return rows
 }
 
@@ -46,15 +47,18 @@ describe('migrate', () => {
       expect(appliedBy).toHaveLength(1)
       expect(appliedBy[0]?.applied).toEqual(expectedFilenames)
       expect(results.filter((r) => r.applied.length === 0)).toHaveLength(4)
-      expect(await appliedMigrations(db.pool, schema)).toEqual(expectedFilenames.map((filename) => ({ filename, n: 1 })))
+      expect(await appliedMigrations(db.pool, schema)).toEqual(
+        expectedFilenames.map((filename) => ({ filename, n: 1 })),
+      )
       // A pool passed in is left open.
       for (const pool of pools) expect((await pool.query('select 1 as one')).rows).toEqual([{ one: 1 }])
 
       const again = await migrate({ connectionString: db.url, schema })
       expect(again.applied).toEqual([])
-      expect(await appliedMigrations(db.pool, schema)).toEqual(expectedFilenames.map((filename) => ({ filename, n: 1 })))
-      const { rows } = await db.pool.query(
-        `select hash from "${schema}".migrations order by filename`)
+      expect(await appliedMigrations(db.pool, schema)).toEqual(
+        expectedFilenames.map((filename) => ({ filename, n: 1 })),
+      )
+      const { rows } = await db.pool.query(`select hash from "${schema}".migrations order by filename`)
       expect(rows.map((r) => r.hash)).toEqual(committedMigrations().map((m) => m.hash))
     } finally {
       await Promise.all(pools.map((p) => p.end()))
@@ -63,14 +67,18 @@ describe('migrate', () => {
 
   it('five concurrent Queues migrating on first use on one new schema all add', async () => {
     const schema = newSchemaName('first_use')
-    const queues = Array.from({ length: 5 }, () =>
-      new Queue('first-use', { connectionString: db.url, schema, poolSize: 1 }))
+    const queues = Array.from(
+      { length: 5 },
+      () => new Queue('first-use', { connectionString: db.url, schema, poolSize: 1 }),
+    )
     try {
       const jobs = await Promise.all(queues.map((q, i) => q.add('x', { i })))
       expect(jobs.map((j) => j.outcome)).toEqual(Array(5).fill('added'))
       const { rows } = await db.pool.query(`select count(*)::int as n from "${schema}".jobs`)
       expect(rows[0].n).toBe(5)
-      expect(await appliedMigrations(db.pool, schema)).toEqual(expectedFilenames.map((filename) => ({ filename, n: 1 })))
+      expect(await appliedMigrations(db.pool, schema)).toEqual(
+        expectedFilenames.map((filename) => ({ filename, n: 1 })),
+      )
     } finally {
       await Promise.all(queues.map((q) => q.close()))
     }
@@ -82,7 +90,9 @@ describe('migrate', () => {
     const last = expectedFilenames[expectedFilenames.length - 1] as string
     // As a newer pgonce leaves it: one migration this version does not ship; and one of ours missing, to see that
     // nothing is applied either.
-    await db.pool.query(`insert into "${schema}".migrations (filename, hash) values ('999999-from-a-newer-pgonce.sql', 'sha1:0')`)
+    await db.pool.query(
+      `insert into "${schema}".migrations (filename, hash) values ('999999-from-a-newer-pgonce.sql', 'sha1:0')`,
+    )
     await db.pool.query(`delete from "${schema}".migrations where filename = $1`, [last])
 
     const err = await migrate({ connectionString: db.url, schema }).catch((e: unknown) => e)
@@ -95,11 +105,21 @@ describe('migrate', () => {
     await db.pool.query(`insert into "${schema}".jobs (queue, name, data) values ('newer', 'by-hand', '{}')`)
     const ran: unknown[] = []
     const errors: unknown[] = []
-    const worker = new Worker('newer', async (job) => { ran.push(job.id) }, { connectionString: db.url, schema })
+    const worker = new Worker(
+      'newer',
+      async (job) => {
+        ran.push(job.id)
+      },
+      { connectionString: db.url, schema },
+    )
     worker.on('error', (e) => errors.push(e))
     try {
       await expect(queue.add('x', {})).rejects.toBeInstanceOf(SchemaNewerError)
-      await waitFor(() => errors.some((e) => e instanceof SchemaNewerError), 10_000, 'the worker to report the newer schema')
+      await waitFor(
+        () => errors.some((e) => e instanceof SchemaNewerError),
+        10_000,
+        'the worker to report the newer schema',
+      )
       // Lets time pass on purpose: a worker that went on regardless would have run the job by now.
       await new Promise((resolve) => setTimeout(resolve, 300))
       expect(ran).toEqual([])
@@ -139,13 +159,15 @@ describe('migrate', () => {
       await db.pool.query(`drop table "${schema}".job_ids`)
       const job = await queue.add('x', {})
       expect(job.outcome).toBe('added')
-      expect(await appliedMigrations(db.pool, schema)).toEqual(expectedFilenames.map((filename) => ({ filename, n: 1 })))
+      expect(await appliedMigrations(db.pool, schema)).toEqual(
+        expectedFilenames.map((filename) => ({ filename, n: 1 })),
+      )
     } finally {
       await queue.close()
     }
   })
 
-  it('in a database of its own: the default schema, and the application\'s graphile_migrate history untouched', async () => {
+  it("in a database of its own: the default schema, and the application's graphile_migrate history untouched", async () => {
     const url = await createDatabase(db.url, `pgonce_migrate_${randomBytes(4).toString('hex')}`)
     const name = new URL(url).pathname.slice(1)
     const pool = new pg.Pool({ connectionString: url, max: 2 })
@@ -160,12 +182,15 @@ describe('migrate', () => {
         insert into graphile_migrate.migrations (hash, previous_hash, filename) values ('sha1:app1', null, '000001.sql'), ('sha1:app2', 'sha1:app1', '000002.sql');
         insert into graphile_migrate.current (content) values ('-- app work in progress');
         create table public.migrations (app text);`)
-      const snapshot = async () => (await pool.query(`
+      const snapshot = async () =>
+        (
+          await pool.query(`
         select (select json_agg(m order by hash) from graphile_migrate.migrations m) as gm,
                (select json_agg(c) from graphile_migrate.current c) as current,
                (select count(*)::int from public.migrations) as public_rows,
                (select json_agg(relname order by relname) from pg_class where relnamespace = 'graphile_migrate'::regnamespace) as gm_relations,
-               (select json_agg(relname order by relname) from pg_class where relnamespace = 'public'::regnamespace) as public_relations`)).rows[0]
+               (select json_agg(relname order by relname) from pg_class where relnamespace = 'public'::regnamespace) as public_relations`)
+        ).rows[0]
       const before = await snapshot()
 
       const results = await Promise.all(Array.from({ length: 5 }, () => migrate({ connectionString: url })))
@@ -173,7 +198,8 @@ describe('migrate', () => {
       expect(await appliedMigrations(pool, 'pgonce')).toEqual(expectedFilenames.map((filename) => ({ filename, n: 1 })))
       expect(await snapshot()).toEqual(before)
       const { rows } = await pool.query(
-        `select nspname from pg_namespace where nspname not like 'pg\\_%' and nspname <> 'information_schema' order by 1`)
+        `select nspname from pg_namespace where nspname not like 'pg\\_%' and nspname <> 'information_schema' order by 1`,
+      )
       expect(rows.map((r) => r.nspname)).toEqual(['graphile_migrate', 'pgonce', 'public'])
 
       const queue = new Queue('default-schema', { connectionString: url })

@@ -29,12 +29,15 @@ const closers: { close(): Promise<void> }[] = []
 
 /** Everything pino writes: pgonce's own log lines (its logger option) and the test's. */
 let logged = ''
-const pinoLogger = pino({ level: 'debug' }, new Writable({
-  write(chunk: Buffer, _encoding, done) {
-    logged += chunk.toString()
-    done()
-  },
-}))
+const pinoLogger = pino(
+  { level: 'debug' },
+  new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      logged += chunk.toString()
+      done()
+    },
+  }),
+)
 
 /** pgonce's logger: pino, and util.inspect of every object logged (as a console-based logger would print it). */
 function inspecting(inner: pino.Logger): Logger {
@@ -42,7 +45,13 @@ function inspecting(inner: pino.Logger): Logger {
     inner[name](obj, msg)
     logged += `${inspect(obj, { depth: 12, showHidden: true })}\n`
   }
-  return { debug: level('debug'), info: level('info'), warn: level('warn'), error: level('error'), child: (b) => inspecting(inner.child(b)) }
+  return {
+    debug: level('debug'),
+    info: level('info'),
+    warn: level('warn'),
+    error: level('error'),
+    child: (b) => inspecting(inner.child(b)),
+  }
 }
 const logger = inspecting(pinoLogger)
 
@@ -111,10 +120,28 @@ describe('nothing pgonce hands out holds the password', () => {
     const job = await queue.add('send', { to: 'ann@example.com' }, { jobId: 'welcome-ann' })
     const json = JSON.parse(JSON.stringify(job)) as Record<string, unknown>
     expect(json).toEqual({
-      id: job.id, jobId: 'welcome-ann', name: 'send', queue: 'mail', data: { to: 'ann@example.com' }, state: 'waiting',
-      attempts: 0, maxAttempts: 1, priority: 0, backoff: null, runAt: job.runAt.toISOString(),
-      createdAt: job.createdAt.toISOString(), startedAt: null, finishedAt: null, result: null, progress: null,
-      cancelRequestedAt: null, deduplicationId: null, failedReason: null, stacktrace: null, deduplicated: false, outcome: 'added',
+      id: job.id,
+      jobId: 'welcome-ann',
+      name: 'send',
+      queue: 'mail',
+      data: { to: 'ann@example.com' },
+      state: 'waiting',
+      attempts: 0,
+      maxAttempts: 1,
+      priority: 0,
+      backoff: null,
+      runAt: job.runAt.toISOString(),
+      createdAt: job.createdAt.toISOString(),
+      startedAt: null,
+      finishedAt: null,
+      result: null,
+      progress: null,
+      cancelRequestedAt: null,
+      deduplicationId: null,
+      failedReason: null,
+      stacktrace: null,
+      deduplicated: false,
+      outcome: 'added',
     })
     expectRendersClean('job', job)
     expectRendersClean('read', await queue.getJob(job.id))
@@ -136,9 +163,17 @@ describe('nothing pgonce hands out holds the password', () => {
     // A statement stopped by the server: an add blocked on a lock, cancelled once pg_stat_activity shows it waiting.
     const stopped = await withJobsLocked(async () => {
       const add = queue.add('x', {}).catch((e: unknown) => e)
-      await waitFor(async () => (await db.pool.query(
-        `select pg_cancel_backend(pid) from pg_stat_activity where usename = $1 and wait_event_type = 'Lock'`, [role])).rowCount === 1,
-      10_000, 'the add to wait for the lock')
+      await waitFor(
+        async () =>
+          (
+            await db.pool.query(
+              `select pg_cancel_backend(pid) from pg_stat_activity where usename = $1 and wait_event_type = 'Lock'`,
+              [role],
+            )
+          ).rowCount === 1,
+        10_000,
+        'the add to wait for the lock',
+      )
       return add
     })
     errors.push(stopped)
@@ -148,49 +183,85 @@ describe('nothing pgonce hands out holds the password', () => {
     for (const err of errors) expectRendersClean('err', err)
   })
 
-  it('a Worker, its handler\'s job and ctx, its events, its log lines and an idle connection the server ended', async () => {
+  it("a Worker, its handler's job and ctx, its events, its log lines and an idle connection the server ended", async () => {
     const queue = opened(new Queue<{ n: number }>('work', options()))
     const seen: [string, unknown][] = []
-    const worker = opened(new Worker<{ n: number }>('work', async (job, ctx) => {
-      seen.push(['handler job', job], ['ctx', ctx])
-      ctx.logger.info({ job, ctx }, 'handler ran')
-      if (job.data.n === 2) throw new Error('second job fails')
-      return { ok: job.data.n }
-    }, { ...options(), pollIntervalMs: 100 }))
+    const worker = opened(
+      new Worker<{ n: number }>(
+        'work',
+        async (job, ctx) => {
+          seen.push(['handler job', job], ['ctx', ctx])
+          ctx.logger.info({ job, ctx }, 'handler ran')
+          if (job.data.n === 2) throw new Error('second job fails')
+          return { ok: job.data.n }
+        },
+        { ...options(), pollIntervalMs: 100 },
+      ),
+    )
     worker.on('completed', (job, result) => seen.push(['completed', [job, result]]))
     worker.on('failed', (job, err) => seen.push(['failed', [job, err]]))
     worker.on('error', (err) => seen.push(['error', err]))
     await queue.add('a', { n: 1 })
     await queue.add('a', { n: 2 })
-    await waitFor(() => seen.filter(([what]) => what === 'completed' || what === 'failed').length === 2, 15_000, 'both runs to end')
+    await waitFor(
+      () => seen.filter(([what]) => what === 'completed' || what === 'failed').length === 2,
+      15_000,
+      'both runs to end',
+    )
     // The server ends every session of the role: the LISTEN connection and the pools' idle ones (pg-pool puts the
     // idle client on the error it emits), each reported or logged by pgonce with its error.
     logged = ''
     await db.pool.query('select pg_terminate_backend(pid) from pg_stat_activity where usename = $1', [role])
-    await waitFor(() => logged.includes('terminating connection'), 15_000, 'pgonce to log a connection the server ended')
+    await waitFor(
+      () => logged.includes('terminating connection'),
+      15_000,
+      'pgonce to log a connection the server ended',
+    )
     // An add may still check out a connection whose termination its pool has not processed yet: it fails (nothing
     // written) and the next one gets a fresh connection.
-    await waitFor(() => queue.add('a', { n: 3 }).then(() => true, () => false), 15_000, 'an add after the terminations')
+    await waitFor(
+      () =>
+        queue.add('a', { n: 3 }).then(
+          () => true,
+          () => false,
+        ),
+      15_000,
+      'an add after the terminations',
+    )
     await waitFor(() => seen.filter(([what]) => what === 'completed').length === 2, 15_000, 'a run after the reconnect')
     expect(seen.map(([what]) => what)).toEqual(expect.arrayContaining(['handler job', 'ctx', 'completed', 'failed']))
     for (const [what, value] of seen) expectRendersClean(what, value)
     expectRendersClean('worker', worker)
-    expect(JSON.parse(JSON.stringify(seen.find(([what]) => what === 'ctx')?.[1]))).toMatchObject({ jobName: 'a', attempt: 1 })
+    expect(JSON.parse(JSON.stringify(seen.find(([what]) => what === 'ctx')?.[1]))).toMatchObject({
+      jobName: 'a',
+      attempt: 1,
+    })
     await worker.close()
     expectNoSecret('the log', logged)
   })
 
   it('span attributes and recorded exceptions', async () => {
     const queue = opened(new Queue('spans', options()))
-    const worker = opened(new Worker('spans', async () => {
-      throw new Error('fails')
-    }, { ...options(), pollIntervalMs: 100 }))
+    const worker = opened(
+      new Worker(
+        'spans',
+        async () => {
+          throw new Error('fails')
+        },
+        { ...options(), pollIntervalMs: 100 },
+      ),
+    )
     const failed = new Promise((resolve) => worker.once('failed', resolve))
     await queue.add('x', {})
     await failed
     const finished = spans.getFinishedSpans()
     expect(finished.map((s) => s.name)).toEqual(expect.arrayContaining(['add spans', 'process spans']))
-    expectNoSecret('spans', JSON.stringify(finished.map((s) => ({ name: s.name, attributes: s.attributes, events: s.events, status: s.status }))))
+    expectNoSecret(
+      'spans',
+      JSON.stringify(
+        finished.map((s) => ({ name: s.name, attributes: s.attributes, events: s.events, status: s.status })),
+      ),
+    )
   })
 })
 

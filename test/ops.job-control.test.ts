@@ -17,7 +17,13 @@ afterAll(async () => {
 })
 
 const queueOf = (name: string) => new Queue(name, { connectionString: db.url, schema: db.schema, migrate: false })
-const opts = () => ({ connectionString: db.url, schema: db.schema, maintenanceIntervalMs: 0, migrate: false, pollIntervalMs: 200 })
+const opts = () => ({
+  connectionString: db.url,
+  schema: db.schema,
+  maintenanceIntervalMs: 0,
+  migrate: false,
+  pollIntervalMs: 200,
+})
 
 describe('cancelJob', () => {
   it('cancels a pending job at once: its no-TTL key is released and its waiting dependents fail with a reason', async () => {
@@ -29,7 +35,10 @@ describe('cancelJob', () => {
       expect(await storedJob(db, job.id)).toMatchObject({ state: 'cancelled' })
       expect((await storedJob(db, job.id)).finished_at).not.toBeNull()
       expect(await q.getDeduplicationJobId('k')).toBeNull()
-      expect(await storedJob(db, child.id)).toMatchObject({ state: 'failed', last_error: `dependency ${job.id} ended cancelled` })
+      expect(await storedJob(db, child.id)).toMatchObject({
+        state: 'failed',
+        last_error: `dependency ${job.id} ended cancelled`,
+      })
       expect(await q.cancelJob(job.id)).toBe('already-finished')
       expect((await q.getJobCounts()).cancelled).toBe(1)
       // Another queue's job is not this queue's to cancel.
@@ -48,14 +57,20 @@ describe('cancelJob', () => {
     const running = new Promise<void>((r) => (started = r))
     const cancelled: string[] = []
     const completed: string[] = []
-    const worker = new Worker('cancel-active', async (_job, ctx) => {
-      started()
-      await new Promise<void>((resolve) => ctx.signal.addEventListener('abort', () => {
-        sawReason = ctx.signal.reason
-        resolve()
-      }))
-      return 'finished anyway'
-    }, { ...opts(), heartbeatMs: 60_000, leaseMs: 180_000 })
+    const worker = new Worker(
+      'cancel-active',
+      async (_job, ctx) => {
+        started()
+        await new Promise<void>((resolve) =>
+          ctx.signal.addEventListener('abort', () => {
+            sawReason = ctx.signal.reason
+            resolve()
+          }),
+        )
+        return 'finished anyway'
+      },
+      { ...opts(), heartbeatMs: 60_000, leaseMs: 180_000 },
+    )
     worker.on('cancelled', (job) => cancelled.push(job.id))
     worker.on('completed', (job) => completed.push(job.id))
     try {
@@ -82,10 +97,14 @@ describe('cancelJob', () => {
     const ran: string[] = []
     let release!: () => void
     const gate = new Promise<void>((r) => (release = r))
-    const worker = new Worker('cancel-queued', async (job) => {
-      ran.push(job.name)
-      if (job.name === 'block') await gate
-    }, { ...opts(), concurrency: 1 })
+    const worker = new Worker(
+      'cancel-queued',
+      async (job) => {
+        ran.push(job.name)
+        if (job.name === 'block') await gate
+      },
+      { ...opts(), concurrency: 1 },
+    )
     try {
       await q.add('block', {})
       await waitFor(() => ran.includes('block'), 5_000, 'the blocking job')
@@ -139,14 +158,19 @@ describe('getJobs', () => {
     const q = queueOf('list')
     try {
       const jobs = await q.addBulk(Array.from({ length: 7 }, (_, i) => ({ name: 'j', data: { i } })))
-      await db.pool.query(`update "${db.schema}".jobs set state = 'failed', finished_at = now() where id = any($1)`, [[jobs[1]!.id, jobs[4]!.id]])
+      await db.pool.query(`update "${db.schema}".jobs set state = 'failed', finished_at = now() where id = any($1)`, [
+        [jobs[1]!.id, jobs[4]!.id],
+      ])
       const first = await q.getJobs({ limit: 3 })
       expect(first.map((j) => j.id)).toEqual([jobs[6]!.id, jobs[5]!.id, jobs[4]!.id])
       const second = await q.getJobs({ limit: 3, after: first[2]!.id })
       expect(second.map((j) => j.id)).toEqual([jobs[3]!.id, jobs[2]!.id, jobs[1]!.id])
       expect((await q.getJobs({ states: ['failed'] })).map((j) => j.id)).toEqual([jobs[4]!.id, jobs[1]!.id])
       expect(await queueOf('list-empty').getJobs()).toEqual([])
-      await expect(q.getJobs({ states: ['done' as never] })).rejects.toMatchObject({ name: 'ValidationError', field: 'options.states[0]' })
+      await expect(q.getJobs({ states: ['done' as never] })).rejects.toMatchObject({
+        name: 'ValidationError',
+        field: 'options.states[0]',
+      })
       await expect(q.getJobs({ limit: 0 })).rejects.toMatchObject({ name: 'ValidationError', field: 'options.limit' })
     } finally {
       await q.close()
@@ -158,9 +182,13 @@ describe('pause and resume', () => {
   it('a running worker stops claiming within a second and finishes what it holds; adds are still accepted and deduplicated', async () => {
     const q = queueOf('pause')
     const ran: string[] = []
-    const worker = new Worker<{ n: number }>('pause', async (job) => {
-      ran.push(job.name)
-    }, { ...opts(), pollIntervalMs: 2_000 })
+    const worker = new Worker<{ n: number }>(
+      'pause',
+      async (job) => {
+        ran.push(job.name)
+      },
+      { ...opts(), pollIntervalMs: 2_000 },
+    )
     try {
       await q.add('before', { n: 0 })
       await waitFor(() => ran.includes('before'), 5_000, 'the first job')
@@ -193,12 +221,16 @@ describe('ctx.updateProgress', () => {
     let stale!: (value: unknown) => Promise<void>
     let reached!: () => void
     const atProgress = new Promise<void>((r) => (reached = r))
-    const worker = new Worker('progress', async (_job, ctx) => {
-      await ctx.updateProgress({ step: 1, of: 2 })
-      stale = ctx.updateProgress
-      reached()
-      await new Promise(() => {})
-    }, { ...opts(), closeTimeoutMs: 100 })
+    const worker = new Worker(
+      'progress',
+      async (_job, ctx) => {
+        await ctx.updateProgress({ step: 1, of: 2 })
+        stale = ctx.updateProgress
+        reached()
+        await new Promise(() => {})
+      },
+      { ...opts(), closeTimeoutMs: 100 },
+    )
     worker.on('error', () => {})
     try {
       const job = await q.add('p', {})

@@ -20,12 +20,17 @@ const queueOf = (name: string) => new Queue(name, { connectionString: db.url, sc
 
 /** Ends job `id` in `state`, `hoursAgo` hours ago by the database clock (the jobs_finished trigger runs as usual). */
 async function finish(id: string, state: 'completed' | 'failed' | 'cancelled', hoursAgo: number): Promise<void> {
-  await db.pool.query(`update "${db.schema}".jobs set state = $2, finished_at = now() - $3::float8 * interval '1 hour' where id = $1`,
-    [id, state, hoursAgo])
+  await db.pool.query(
+    `update "${db.schema}".jobs set state = $2, finished_at = now() - $3::float8 * interval '1 hour' where id = $1`,
+    [id, state, hoursAgo],
+  )
 }
 
 async function ids(queue: string): Promise<string[]> {
-  const { rows } = await db.pool.query<{ id: string }>(`select id::text from "${db.schema}".jobs where queue = $1 order by id`, [queue])
+  const { rows } = await db.pool.query<{ id: string }>(
+    `select id::text from "${db.schema}".jobs where queue = $1 order by id`,
+    [queue],
+  )
   return rows.map((r) => r.id)
 }
 
@@ -40,7 +45,10 @@ describe('retention', () => {
       await finish(x25!, 'cancelled', 25)
       await finish(f6d!, 'failed', 6 * 24)
       await finish(f8d!, 'failed', 8 * 24)
-      await db.pool.query(`update "${db.schema}".jobs set state = 'active', finished_at = now() - interval '30 days' where id = $1`, [activeOld])
+      await db.pool.query(
+        `update "${db.schema}".jobs set state = 'active', finished_at = now() - interval '30 days' where id = $1`,
+        [activeOld],
+      )
       const r = await runMaintenance({ pool: db.pool, schema: db.schema })
       expect(r.pruned).toBe(3)
       expect(await ids('ret-default')).toEqual([c23, f6d, live, jobs[6]!.id, activeOld])
@@ -98,7 +106,10 @@ describe('retention', () => {
       const parent = await q.add('parent', {})
       const child = await q.add('child', {}, { dependsOn: [parent.id] })
       await db.pool.query(`update "${db.schema}".jobs set state = 'active' where id = $1`, [parent.id])
-      await db.pool.query(`update "${db.schema}".jobs set finished_at = now() - interval '2 hours', state = 'failed' where id = $1`, [parent.id])
+      await db.pool.query(
+        `update "${db.schema}".jobs set finished_at = now() - interval '2 hours', state = 'failed' where id = $1`,
+        [parent.id],
+      )
       // The parent failed: its waiting dependent failed with it, and both may go. A parent with a live dependent may not:
       const parent2 = await q.add('parent2', {})
       await finish(parent2.id, 'completed', 2)
@@ -110,7 +121,10 @@ describe('retention', () => {
       await runMaintenance({ pool: db.pool, schema: db.schema })
       const left = await ids('ret-keep')
       expect(left).toContain(owner.id)
-      expect(await q.add('owner', {}, { deduplication: { id: 'notify:1', ttl: 48 * HOUR } })).toMatchObject({ id: owner.id, outcome: 'duplicate-key' })
+      expect(await q.add('owner', {}, { deduplication: { id: 'notify:1', ttl: 48 * HOUR } })).toMatchObject({
+        id: owner.id,
+        outcome: 'duplicate-key',
+      })
       expect(left).not.toContain(parent.id)
       // Its dependent failed with it just now: kept for the failed period.
       expect(left).toContain(child.id)
@@ -120,7 +134,9 @@ describe('retention', () => {
       expect(left).toEqual(expect.arrayContaining([g1.id, g2.id]))
       expect((await q.getJobByCustomId('gen'))?.id).toBe(g2.id)
       // Once the key expires and the dependent is gone, they go too.
-      await db.pool.query(`update "${db.schema}".dedup_keys set expires_at = now() - interval '1 second' where key = 'notify:1'`)
+      await db.pool.query(
+        `update "${db.schema}".dedup_keys set expires_at = now() - interval '1 second' where key = 'notify:1'`,
+      )
       await finish(child2.id, 'completed', 2)
       await finish(child.id, 'failed', 2)
       await finish(g1.id, 'failed', 2)
@@ -158,7 +174,9 @@ describe('retention', () => {
       } finally {
         client.release()
       }
-      await db.pool.query(`update "${db.schema}".processed_effects set recorded_at = now() - interval '40 days' where effect_key = 'old-effect'`)
+      await db.pool.query(
+        `update "${db.schema}".processed_effects set recorded_at = now() - interval '40 days' where effect_key = 'old-effect'`,
+      )
       expect((await runMaintenance({ pool: db.pool, schema: db.schema })).prunedEffects).toBe(0)
       // inside a transaction that rolls back: nothing set, nothing pruned
       const tx = await db.pool.connect()
@@ -185,10 +203,22 @@ describe('retention', () => {
   it('rejects bad settings before any I/O', async () => {
     const q = queueOf('ret-bad')
     try {
-      await expect(q.setRetention({ completedMs: -1 })).rejects.toMatchObject({ name: 'ValidationError', field: 'settings.completedMs' })
-      await expect(q.setRetention({ failedMs: 1.5 })).rejects.toMatchObject({ name: 'ValidationError', field: 'settings.failedMs' })
-      await expect(q.setRetention({ keep: 3 } as never)).rejects.toMatchObject({ name: 'ValidationError', code: 'UNKNOWN_OPTION' })
-      await expect(q.setRetention(undefined as never)).rejects.toMatchObject({ name: 'ValidationError', field: 'settings' })
+      await expect(q.setRetention({ completedMs: -1 })).rejects.toMatchObject({
+        name: 'ValidationError',
+        field: 'settings.completedMs',
+      })
+      await expect(q.setRetention({ failedMs: 1.5 })).rejects.toMatchObject({
+        name: 'ValidationError',
+        field: 'settings.failedMs',
+      })
+      await expect(q.setRetention({ keep: 3 } as never)).rejects.toMatchObject({
+        name: 'ValidationError',
+        code: 'UNKNOWN_OPTION',
+      })
+      await expect(q.setRetention(undefined as never)).rejects.toMatchObject({
+        name: 'ValidationError',
+        field: 'settings',
+      })
     } finally {
       await q.close()
     }

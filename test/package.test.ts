@@ -8,12 +8,22 @@ import { readFileSync, readdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import webpack from 'webpack'
 import { afterAll, beforeAll, expect, it } from 'vitest'
-import { type PackedApp, filesUnder, internalMembers, markdownLinks, packAndInstall, run } from './helpers/packed-app.js'
+import {
+  type PackedApp,
+  filesUnder,
+  internalMembers,
+  markdownLinks,
+  packAndInstall,
+  run,
+} from './helpers/packed-app.js'
 import { type TestSchema, freshSchema } from './helpers/schema.js'
 
 const ROOT = join(import.meta.dirname, '..')
 const TSC = join(ROOT, 'node_modules', '.bin', 'tsc')
-const manifest = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { peerDependencies: Record<string, string>; devDependencies: Record<string, string> }
+const manifest = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
+  peerDependencies: Record<string, string>
+  devDependencies: Record<string, string>
+}
 /** The lowest ioredis the peer range admits: its types must compile in a strict consumer too. */
 const lowestIoredis = /\d+\.\d+\.\d+/.exec(manifest.peerDependencies.ioredis ?? '')?.[0]
 
@@ -25,7 +35,12 @@ let env: NodeJS.ProcessEnv
 beforeAll(async () => {
   db = await freshSchema('packed')
   // What a user adds beside pgonce: pg (the README's install line), kysely (the tour's Kysely block), ioredis.
-  packed = await packAndInstall(ROOT, ['pg', `kysely@${manifest.devDependencies.kysely}`, `ioredis@${lowestIoredis}`, '@types/node@20'])
+  packed = await packAndInstall(ROOT, [
+    'pg',
+    `kysely@${manifest.devDependencies.kysely}`,
+    `ioredis@${lowestIoredis}`,
+    '@types/node@20',
+  ])
   installed = join(packed.app, 'node_modules', 'pgonce')
   env = { ...process.env, DATABASE_URL: db.url, SCHEMA: db.schema }
 }, 180_000)
@@ -72,10 +87,14 @@ it("links between its documents resolve inside the package; the rest go to the r
 
 it('keeps the members its sources mark @internal out of its declaration files', () => {
   const internal = internalMembers(join(ROOT, 'src'))
-  expect(internal.map((m) => m.name)).toEqual(expect.arrayContaining(['removeOwnedDeduplicationKey', 'knownRecorded', 'recordInLedger', 'repeatedEffect']))
+  expect(internal.map((m) => m.name)).toEqual(
+    expect.arrayContaining(['removeOwnedDeduplicationKey', 'knownRecorded', 'recordInLedger', 'repeatedEffect']),
+  )
   const leaked = internal.filter(({ file, name }) => {
     const declarations = readFileSync(join(installed, 'dist', 'src', file.replace(/\.ts$/, '.d.ts')), 'utf8')
-    return new RegExp(`^\\s*(?:(?:protected|public|static|readonly|get|set)\\s+)*${name}\\s*[(<?:;]`, 'm').test(declarations)
+    return new RegExp(`^\\s*(?:(?:protected|public|static|readonly|get|set)\\s+)*${name}\\s*[(<?:;]`, 'm').test(
+      declarations,
+    )
   })
   expect(leaked).toEqual([])
 })
@@ -87,7 +106,9 @@ it('compiles in a strict TypeScript app (skipLibCheck off): an ESM program, a Co
   expect(blocks.length).toBe(4)
   const [withPg, withKysely, dedup, worker] = blocks as [string, string, string, string]
   // The names the tour takes for granted, typed as an app would type them.
-  writeFileSync(join(packed.app, 'tour.ts'), `
+  writeFileSync(
+    join(packed.app, 'tour.ts'),
+    `
 import { CamelCasePlugin, Kysely, PostgresDialect, type Generated } from 'kysely'
 import { Redis } from 'ioredis'
 interface Database { comments: { id: Generated<number>; postId: number; authorId: number; body: string } }
@@ -98,8 +119,11 @@ ${withKysely}
 ${dedup}
 ${worker}
 new Queue('cached', { pool, redis: new Redis({ lazyConnect: true }) })
-`)
-  writeFileSync(join(packed.app, 'main.ts'), `
+`,
+  )
+  writeFileSync(
+    join(packed.app, 'main.ts'),
+    `
 import { Queue, Worker, ValidationError, migrate, type Job } from 'pgonce'
 
 const url = process.env.DATABASE_URL as string
@@ -122,16 +146,36 @@ while (ran.length === 0) await new Promise((resolve) => setTimeout(resolve, 20))
 await worker.close()
 await queue.close()
 console.log(JSON.stringify({ first: first.outcome, again: again.outcome, same: first.id === again.id, bad, ran }))
-`)
-  writeFileSync(join(packed.app, 'common.cts'), `import * as pgonce from 'pgonce'\nasync function main(): Promise<void> {\n${addOne('cjs')}\n}\nvoid main()\n`)
-  writeFileSync(join(packed.app, 'tsconfig.json'), JSON.stringify({
-    compilerOptions: { target: 'ES2022', module: 'NodeNext', moduleResolution: 'NodeNext', strict: true, outDir: 'out', skipLibCheck: false },
-    files: ['main.ts', 'common.cts', 'tour.ts'],
-  }))
+`,
+  )
+  writeFileSync(
+    join(packed.app, 'common.cts'),
+    `import * as pgonce from 'pgonce'\nasync function main(): Promise<void> {\n${addOne('cjs')}\n}\nvoid main()\n`,
+  )
+  writeFileSync(
+    join(packed.app, 'tsconfig.json'),
+    JSON.stringify({
+      compilerOptions: {
+        target: 'ES2022',
+        module: 'NodeNext',
+        moduleResolution: 'NodeNext',
+        strict: true,
+        outDir: 'out',
+        skipLibCheck: false,
+      },
+      files: ['main.ts', 'common.cts', 'tour.ts'],
+    }),
+  )
   await run(TSC, ['-p', 'tsconfig.json'], { cwd: packed.app })
   // The ESM program: migrate, add twice with one jobId, a typed ValidationError, a worker runs the job once.
   const { stdout } = await run(process.execPath, [join(packed.app, 'out', 'main.js')], { cwd: packed.app, env })
-  expect(JSON.parse(stdout)).toEqual({ first: 'added', again: 'duplicate-job-id', same: true, bad: 'name', ran: ['ada@example.com'] })
+  expect(JSON.parse(stdout)).toEqual({
+    first: 'added',
+    again: 'duplicate-job-id',
+    same: true,
+    bad: 'name',
+    ran: ['ada@example.com'],
+  })
 }, 90_000)
 
 it("runs under CommonJS with require('pgonce') where Node loads ES modules by require (20.19+), else says ERR_REQUIRE_ESM", async () => {
@@ -145,7 +189,11 @@ it("runs under CommonJS with require('pgonce') where Node loads ES modules by re
 }, 30_000)
 
 it('resolves under `node --conditions=development` to the build it ships', async () => {
-  const { stdout } = await run(process.execPath, ['--conditions=development', '--input-type=module', '-e', "console.log(import.meta.resolve('pgonce'))"], { cwd: packed.app })
+  const { stdout } = await run(
+    process.execPath,
+    ['--conditions=development', '--input-type=module', '-e', "console.log(import.meta.resolve('pgonce'))"],
+    { cwd: packed.app },
+  )
   expect(stdout.trim()).toBe(`file://${join(installed, 'dist', 'src', 'index.js')}`)
 }, 30_000)
 
@@ -153,10 +201,16 @@ it('bundles with webpack 5 in development mode for Node, and the bundle adds a j
   writeFileSync(join(packed.app, 'entry.mjs'), `import * as pgonce from 'pgonce'\n${addOne('bundled')}`)
   const stats = await new Promise<webpack.Stats>((resolve, reject) => {
     const compiler = webpack({
-      mode: 'development', target: 'node', devtool: false, context: packed.app, entry: './entry.mjs',
+      mode: 'development',
+      target: 'node',
+      devtool: false,
+      context: packed.app,
+      entry: './entry.mjs',
       output: { path: join(packed.app, 'bundle'), filename: 'main.cjs' },
     })
-    compiler.run((err, result) => compiler.close(() => (err ?? !result ? reject(err ?? new Error('webpack gave no result')) : resolve(result))))
+    compiler.run((err, result) =>
+      compiler.close(() => ((err ?? !result) ? reject(err ?? new Error('webpack gave no result')) : resolve(result))),
+    )
   })
   const { errors, warnings } = stats.toJson({ all: false, errors: true, warnings: true })
   expect(errors?.map((e) => e.message)).toEqual([])
@@ -167,7 +221,14 @@ it('bundles with webpack 5 in development mode for Node, and the bundle adds a j
 }, 60_000)
 
 it('has the pgonce bin: stats --json reads the queues the app used', async () => {
-  const { stdout } = await run(join(packed.app, 'node_modules', '.bin', 'pgonce'), ['stats', '--json', '--schema', db.schema, '--database-url', db.url], { cwd: packed.app })
+  const { stdout } = await run(
+    join(packed.app, 'node_modules', '.bin', 'pgonce'),
+    ['stats', '--json', '--schema', db.schema, '--database-url', db.url],
+    { cwd: packed.app },
+  )
   const stats = JSON.parse(stdout) as { queues: { queue: string; counts: Record<string, number> }[] }
-  expect(stats.queues.find((r) => r.queue === 'emails')).toMatchObject({ queue: 'emails', counts: { completed: 1, waiting: 0, active: 0 } })
+  expect(stats.queues.find((r) => r.queue === 'emails')).toMatchObject({
+    queue: 'emails',
+    counts: { completed: 1, waiting: 0, active: 0 },
+  })
 }, 30_000)

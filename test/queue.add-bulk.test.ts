@@ -54,7 +54,8 @@ describe('addBulk', () => {
       expect(await countJobs('bulk-10k')).toBe(10_000)
       const { rows } = await db.pool.query(
         `select count(*)::int as n from "${db.schema}".jobs where queue = 'bulk-10k' and id = any($1::bigint[]) and (data->>'i')::int = $2`,
-        [[jobs[1234]?.id], 1234])
+        [[jobs[1234]?.id], 1234],
+      )
       expect(rows[0].n).toBe(1)
     } finally {
       await queue.close()
@@ -83,7 +84,11 @@ describe('addBulk', () => {
         [{ name: 'bad', data: {}, extra: 1 }, 'items[3].extra', 'UNKNOWN_OPTION'],
         [{ name: '', data: {} }, 'items[3].name', 'EMPTY'],
         [{ name: 'bad', data: {}, opts: { attempts: 0 } }, 'items[3].opts.attempts', 'OUT_OF_RANGE'],
-        [{ name: 'bad', data: {}, opts: { deduplication: { id: 'k', ttl: 1.5 } } }, 'items[3].opts.deduplication.ttl', 'NOT_INTEGER'],
+        [
+          { name: 'bad', data: {}, opts: { deduplication: { id: 'k', ttl: 1.5 } } },
+          'items[3].opts.deduplication.ttl',
+          'NOT_INTEGER',
+        ],
         [null, 'items[3]', 'INVALID_TYPE'],
       ]
       for (const [item, field, code] of cases) {
@@ -102,7 +107,7 @@ describe('addBulk', () => {
     }
   })
 
-  it('EXTEND_NOT_PENDING inside a batch rolls back the whole batch; the caller\'s transaction stays usable', async () => {
+  it("EXTEND_NOT_PENDING inside a batch rolls back the whole batch; the caller's transaction stays usable", async () => {
     const queue = new Queue('bulk-extend', { connectionString: db.url, schema: db.schema })
     try {
       const owner = await queue.add('owner', { i: -1 }, { deduplication: { id: 'ext', ttl: 60_000 } })
@@ -132,9 +137,13 @@ describe('addBulk', () => {
       } finally {
         client.release()
       }
-      const { rows } = await db.pool.query(`select name from "${db.schema}".jobs where queue = 'bulk-extend' order by id`)
+      const { rows } = await db.pool.query(
+        `select name from "${db.schema}".jobs where queue = 'bulk-extend' order by id`,
+      )
       expect(rows.map((r) => r.name)).toEqual(['owner', 'before', 'after'])
-      const keys = await db.pool.query(`select key, job_id from "${db.schema}".dedup_keys where queue = 'bulk-extend' order by key`)
+      const keys = await db.pool.query(
+        `select key, job_id from "${db.schema}".dedup_keys where queue = 'bulk-extend' order by key`,
+      )
       expect(keys.rows).toEqual([{ key: 'ext', job_id: owner.id }])
     } finally {
       await queue.close()
@@ -157,8 +166,16 @@ describe('addBulk', () => {
         { name: 'a', data: { i: 9 }, opts: { deduplication: { id: 'rep-key2', ttl: 60_000, replace: true } } },
       ])
       expect(jobs.map((j) => j.outcome)).toEqual([
-        'added', 'added', 'duplicate-job-id', 'added', 'duplicate-job-id',
-        'added', 'duplicate-key', 'added', 'replaced', 'replaced',
+        'added',
+        'added',
+        'duplicate-job-id',
+        'added',
+        'duplicate-job-id',
+        'added',
+        'duplicate-key',
+        'added',
+        'replaced',
+        'replaced',
       ])
       const at = (i: number) => jobs[i] as (typeof jobs)[number]
       expect(at(2)).toMatchObject({ id: at(0).id, data: { i: 0 }, deduplicated: true })
@@ -166,34 +183,53 @@ describe('addBulk', () => {
       expect(at(6)).toMatchObject({ id: at(5).id, data: { i: 5 } })
       expect(jobs.map((j) => j.data)).toEqual([0, 1, 0, 3, 1, 5, 5, 7, 8, 9].map((i) => ({ i })))
       const { rows } = await db.pool.query(
-        `select (data->>'i')::int as i from "${db.schema}".jobs where queue = 'bulk-repeat' order by 1`)
+        `select (data->>'i')::int as i from "${db.schema}".jobs where queue = 'bulk-repeat' order by 1`,
+      )
       // Two replaces superseded the pending jobs 7 and 8: only the last generation stays.
       expect(rows.map((r) => r.i)).toEqual([0, 1, 3, 5, 9])
-      const keys = await db.pool.query(`select key, job_id from "${db.schema}".dedup_keys where queue = 'bulk-repeat' order by key`)
-      expect(keys.rows).toEqual([{ key: 'rep-key', job_id: at(5).id }, { key: 'rep-key2', job_id: at(9).id }])
+      const keys = await db.pool.query(
+        `select key, job_id from "${db.schema}".dedup_keys where queue = 'bulk-repeat' order by key`,
+      )
+      expect(keys.rows).toEqual([
+        { key: 'rep-key', job_id: at(5).id },
+        { key: 'rep-key2', job_id: at(9).id },
+      ])
     } finally {
       await queue.close()
     }
   })
 
   it('concurrent batches with overlapping jobIds and keys in opposite orders do not deadlock', async () => {
-    const queues = Array.from({ length: 8 }, () =>
-      new Queue<{ from: number }>('bulk-deadlock', { connectionString: db.url, schema: db.schema, poolSize: 1, migrate: false }))
+    const queues = Array.from(
+      { length: 8 },
+      () =>
+        new Queue<{ from: number }>('bulk-deadlock', {
+          connectionString: db.url,
+          schema: db.schema,
+          poolSize: 1,
+          migrate: false,
+        }),
+    )
     try {
       const ids = Array.from({ length: 40 }, (_, i) => `dl-${String(i).padStart(2, '0')}`)
       for (let round = 0; round < 3; round++) {
-        const results = await Promise.all(queues.map((q, p) => {
-          const order = p % 2 === 0 ? ids : [...ids].reverse()
-          return q.addBulk(order.flatMap((id) => [
-            { name: 'x', data: { from: p }, opts: { jobId: `${id}-r${round}` } },
-            { name: 'x', data: { from: p }, opts: { deduplication: { id: `${id}-k${round}` } } },
-          ]))
-        }))
+        const results = await Promise.all(
+          queues.map((q, p) => {
+            const order = p % 2 === 0 ? ids : [...ids].reverse()
+            return q.addBulk(
+              order.flatMap((id) => [
+                { name: 'x', data: { from: p }, opts: { jobId: `${id}-r${round}` } },
+                { name: 'x', data: { from: p }, opts: { deduplication: { id: `${id}-k${round}` } } },
+              ]),
+            )
+          }),
+        )
         for (const jobs of results) expect(jobs).toHaveLength(80)
         const { rows } = await db.pool.query(
           `select count(*)::int as jobs, count(distinct job_id)::int as ids, count(distinct dedup_key)::int as keys
            from "${db.schema}".jobs where queue = 'bulk-deadlock' and (job_id like $1 or dedup_key like $2)`,
-          [`%-r${round}`, `%-k${round}`])
+          [`%-r${round}`, `%-k${round}`],
+        )
         expect(rows[0]).toEqual({ jobs: 80, ids: 40, keys: 40 })
         // Every batch saw the same job for each jobId.
         const byId = new Map<string, string>()

@@ -25,15 +25,20 @@ it('a child added while its parent completes ends up runnable, whichever commits
   const rounds = 40
   for (let i = 0; i < rounds; i++) {
     const parent = await adder.add('parent', { n: i })
-    const { rows: [claimed] } = await db.pool.query<{ lock_token: string }>(
+    const {
+      rows: [claimed],
+    } = await db.pool.query<{ lock_token: string }>(
       `update "${db.schema}".jobs set state = 'active', lock_token = gen_random_uuid(), attempts = 1 where id = $1 returning lock_token`,
-      [parent.id])
+      [parent.id],
+    )
     // The completion and the child's add race on separate connections.
     const [, child] = await Promise.all([
       completer.query(sqlFor('complete-jobs', db.schema), [[parent.id], [claimed!.lock_token], ['null']]),
       adder.add('child', { n: i }, { dependsOn: [parent.id] }),
     ])
-    const { rows: [row] } = await db.pool.query<{ state: string }>(`select state from "${db.schema}".jobs where id = $1`, [child.id])
+    const {
+      rows: [row],
+    } = await db.pool.query<{ state: string }>(`select state from "${db.schema}".jobs where id = $1`, [child.id])
     expect(row!.state, `round ${i}`).toBe('waiting')
   }
 })

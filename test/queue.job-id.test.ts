@@ -15,14 +15,25 @@ afterAll(async () => {
 })
 
 async function rowsOf(jobId: string): Promise<{ id: string; queue: string; state: string; data: unknown }[]> {
-  const { rows } = await db.pool.query(`select id, queue, state, data from "${db.schema}".jobs where job_id = $1 order by id`, [jobId])
+  const { rows } = await db.pool.query(
+    `select id, queue, state, data from "${db.schema}".jobs where job_id = $1 order by id`,
+    [jobId],
+  )
   return rows
 }
 
 describe('jobId', () => {
   it('50 concurrent adds of one jobId from 50 separate pools make one row and 50 equal ids', async () => {
-    const queues = Array.from({ length: 50 }, () =>
-      new Queue<{ caller: number }>('race', { connectionString: db.url, schema: db.schema, poolSize: 1, migrate: false }))
+    const queues = Array.from(
+      { length: 50 },
+      () =>
+        new Queue<{ caller: number }>('race', {
+          connectionString: db.url,
+          schema: db.schema,
+          poolSize: 1,
+          migrate: false,
+        }),
+    )
     try {
       // Open every connection first so that the adds really overlap.
       await Promise.all(queues.map((q) => q.getJobCounts()))
@@ -47,15 +58,23 @@ describe('jobId', () => {
     }
   })
 
-  it('one jobId in two queues while live gives one job: the second add returns the first queue\'s job', async () => {
+  it("one jobId in two queues while live gives one job: the second add returns the first queue's job", async () => {
     const a = new Queue('alpha', { connectionString: db.url, schema: db.schema })
     const b = new Queue('beta', { connectionString: db.url, schema: db.schema })
     try {
       const first = await a.add('send', { from: 'alpha' }, { jobId: 'shared-1' })
       const second = await b.add('send', { from: 'beta' }, { jobId: 'shared-1' })
       expect(first.outcome).toBe('added')
-      expect(second).toMatchObject({ id: first.id, queue: 'alpha', data: { from: 'alpha' }, deduplicated: true, outcome: 'duplicate-job-id' })
-      expect(await rowsOf('shared-1')).toEqual([{ id: first.id, queue: 'alpha', state: 'waiting', data: { from: 'alpha' } }])
+      expect(second).toMatchObject({
+        id: first.id,
+        queue: 'alpha',
+        data: { from: 'alpha' },
+        deduplicated: true,
+        outcome: 'duplicate-job-id',
+      })
+      expect(await rowsOf('shared-1')).toEqual([
+        { id: first.id, queue: 'alpha', state: 'waiting', data: { from: 'alpha' } },
+      ])
       const { rows } = await db.pool.query(`select count(*)::int as n from "${db.schema}".jobs where queue = 'beta'`)
       expect(rows[0].n).toBe(0)
     } finally {

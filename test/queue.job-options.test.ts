@@ -29,22 +29,75 @@ async function stored(id: string): Promise<StoredOptions> {
   const { rows } = await db.pool.query(
     `select state, round(extract(epoch from run_at - created_at) * 1000)::float8 as delay_ms,
             priority, max_attempts, backoff, attempts
-     from "${db.schema}".jobs where id = $1`, [id])
+     from "${db.schema}".jobs where id = $1`,
+    [id],
+  )
   return rows[0]
 }
 
 const cases: [string, JobOptions, StoredOptions][] = [
   ['defaults', {}, { state: 'waiting', delay_ms: 0, priority: 0, max_attempts: 1, backoff: null, attempts: 0 }],
-  ['delay 0 is not delayed', { delay: 0 }, { state: 'waiting', delay_ms: 0, priority: 0, max_attempts: 1, backoff: null, attempts: 0 }],
-  ['delay', { delay: 90_250 }, { state: 'delayed', delay_ms: 90_250, priority: 0, max_attempts: 1, backoff: null, attempts: 0 }],
-  ['a long delay', { delay: 30 * 86_400_000 }, { state: 'delayed', delay_ms: 30 * 86_400_000, priority: 0, max_attempts: 1, backoff: null, attempts: 0 }],
-  ['priority', { priority: 7 }, { state: 'waiting', delay_ms: 0, priority: 7, max_attempts: 1, backoff: null, attempts: 0 }],
-  ['attempts', { attempts: 5 }, { state: 'waiting', delay_ms: 0, priority: 0, max_attempts: 5, backoff: null, attempts: 0 }],
-  ['fixed backoff as a number', { backoff: 1_500 }, { state: 'waiting', delay_ms: 0, priority: 0, max_attempts: 1, backoff: { type: 'fixed', delay: 1_500 }, attempts: 0 }],
-  ['exponential backoff with jitter', { attempts: 3, backoff: { type: 'exponential', delay: 200, jitter: 0.25 } },
-    { state: 'waiting', delay_ms: 0, priority: 0, max_attempts: 3, backoff: { type: 'exponential', delay: 200, jitter: 0.25 }, attempts: 0 }],
-  ['all together', { delay: 1_000, priority: 2, attempts: 4, backoff: { type: 'fixed', delay: 10 } },
-    { state: 'delayed', delay_ms: 1_000, priority: 2, max_attempts: 4, backoff: { type: 'fixed', delay: 10 }, attempts: 0 }],
+  [
+    'delay 0 is not delayed',
+    { delay: 0 },
+    { state: 'waiting', delay_ms: 0, priority: 0, max_attempts: 1, backoff: null, attempts: 0 },
+  ],
+  [
+    'delay',
+    { delay: 90_250 },
+    { state: 'delayed', delay_ms: 90_250, priority: 0, max_attempts: 1, backoff: null, attempts: 0 },
+  ],
+  [
+    'a long delay',
+    { delay: 30 * 86_400_000 },
+    { state: 'delayed', delay_ms: 30 * 86_400_000, priority: 0, max_attempts: 1, backoff: null, attempts: 0 },
+  ],
+  [
+    'priority',
+    { priority: 7 },
+    { state: 'waiting', delay_ms: 0, priority: 7, max_attempts: 1, backoff: null, attempts: 0 },
+  ],
+  [
+    'attempts',
+    { attempts: 5 },
+    { state: 'waiting', delay_ms: 0, priority: 0, max_attempts: 5, backoff: null, attempts: 0 },
+  ],
+  [
+    'fixed backoff as a number',
+    { backoff: 1_500 },
+    {
+      state: 'waiting',
+      delay_ms: 0,
+      priority: 0,
+      max_attempts: 1,
+      backoff: { type: 'fixed', delay: 1_500 },
+      attempts: 0,
+    },
+  ],
+  [
+    'exponential backoff with jitter',
+    { attempts: 3, backoff: { type: 'exponential', delay: 200, jitter: 0.25 } },
+    {
+      state: 'waiting',
+      delay_ms: 0,
+      priority: 0,
+      max_attempts: 3,
+      backoff: { type: 'exponential', delay: 200, jitter: 0.25 },
+      attempts: 0,
+    },
+  ],
+  [
+    'all together',
+    { delay: 1_000, priority: 2, attempts: 4, backoff: { type: 'fixed', delay: 10 } },
+    {
+      state: 'delayed',
+      delay_ms: 1_000,
+      priority: 2,
+      max_attempts: 4,
+      backoff: { type: 'fixed', delay: 10 },
+      attempts: 0,
+    },
+  ],
 ]
 
 describe('job options are stored', () => {
@@ -52,7 +105,12 @@ describe('job options are stored', () => {
     it(`add: ${label}`, async () => {
       const job = await queue.add('x', {}, opts)
       expect(await stored(job.id)).toEqual(expected)
-      expect(job).toMatchObject({ state: expected.state, priority: expected.priority, maxAttempts: expected.max_attempts, backoff: expected.backoff })
+      expect(job).toMatchObject({
+        state: expected.state,
+        priority: expected.priority,
+        maxAttempts: expected.max_attempts,
+        backoff: expected.backoff,
+      })
     })
 
     it(`addBulk and add with a jobId: ${label}`, async () => {
@@ -68,7 +126,9 @@ describe('job options are stored', () => {
   it('run_at is computed from the database clock', async () => {
     const job = await queue.add('x', {}, { delay: 60_000 })
     const { rows } = await db.pool.query(
-      `select extract(epoch from run_at - now()) * 1000 as until_due_ms from "${db.schema}".jobs where id = $1`, [job.id])
+      `select extract(epoch from run_at - now()) * 1000 as until_due_ms from "${db.schema}".jobs where id = $1`,
+      [job.id],
+    )
     // Between the add and this query only the round trip passed (generously bounded for a loaded machine).
     expect(Number(rows[0].until_due_ms)).toBeGreaterThan(60_000 - 30_000)
     expect(Number(rows[0].until_due_ms)).toBeLessThanOrEqual(60_000)

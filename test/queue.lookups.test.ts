@@ -21,8 +21,17 @@ describe('lookups', () => {
       const added = await queue.add('mail', { to: 'a@example.com' }, { jobId: 'get-1', priority: 2 })
       const job = await queue.getJob(added.id)
       expect(job).toMatchObject({
-        id: added.id, jobId: 'get-1', name: 'mail', queue: 'get-job', data: { to: 'a@example.com' },
-        state: 'waiting', attempts: 0, maxAttempts: 1, priority: 2, deduplicated: null, outcome: null,
+        id: added.id,
+        jobId: 'get-1',
+        name: 'mail',
+        queue: 'get-job',
+        data: { to: 'a@example.com' },
+        state: 'waiting',
+        attempts: 0,
+        maxAttempts: 1,
+        priority: 2,
+        deduplicated: null,
+        outcome: null,
       })
       expect(typeof job?.id).toBe('string')
       expect(job?.createdAt).toBeInstanceOf(Date)
@@ -61,7 +70,13 @@ describe('lookups', () => {
       await neighbour.addBulk(Array.from({ length: 5 }, () => ({ name: 'n', data: {} })))
 
       expect(await queue.getJobCounts()).toEqual({
-        waiting: 3 + 1 + 1, delayed: 2, 'waiting-children': 1, active: 1, completed: 2, failed: 1, cancelled: 1,
+        waiting: 3 + 1 + 1,
+        delayed: 2,
+        'waiting-children': 1,
+        active: 1,
+        completed: 2,
+        failed: 1,
+        cancelled: 1,
       })
       expect(await neighbour.getJobCounts()).toEqual({ ...none, waiting: 5 })
     } finally {
@@ -96,7 +111,9 @@ describe('lookups', () => {
       await queue.add('x', {})
       await queue.close()
       await expect(queue.getJobCounts()).rejects.toThrow(/closed/)
-      expect((await pool.query(`select count(*)::int as n from "${db.schema}".jobs where queue = 'own-pool'`)).rows[0].n).toBe(1)
+      expect(
+        (await pool.query(`select count(*)::int as n from "${db.schema}".jobs where queue = 'own-pool'`)).rows[0].n,
+      ).toBe(1)
       expect(pool.ended).toBe(false)
     } finally {
       await pool.end()

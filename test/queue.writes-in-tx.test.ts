@@ -46,8 +46,12 @@ it('removeDeduplicationKey and job.removeDeduplicationKey inside a rolled-back t
 
 it('retryJob inside a rolled-back transaction leaves the job failed; committed, it runs again', async () => {
   const job = await queue.add('r', { n: 2 })
-  await db.pool.query(`update "${db.schema}".jobs set state = 'failed', attempts = 1, finished_at = now() where id = $1`, [job.id])
-  const state = async () => (await db.pool.query(`select state from "${db.schema}".jobs where id = $1`, [job.id])).rows[0].state
+  await db.pool.query(
+    `update "${db.schema}".jobs set state = 'failed', attempts = 1, finished_at = now() where id = $1`,
+    [job.id],
+  )
+  const state = async () =>
+    (await db.pool.query(`select state from "${db.schema}".jobs where id = $1`, [job.id])).rows[0].state
   await inTransaction(false, async (tx) => {
     expect((await queue.retryJob(job.id, { tx })).state).toBe('waiting')
   })
@@ -59,6 +63,12 @@ it('retryJob inside a rolled-back transaction leaves the job failed; committed, 
 })
 
 it('rejects a bad tx and unknown options before any I/O', async () => {
-  await expect(queue.retryJob('1', { tx: null } as never)).rejects.toMatchObject({ code: 'INVALID_TYPE', field: 'options.tx' })
-  await expect(queue.removeDeduplicationKey('k', { txn: 1 } as never)).rejects.toMatchObject({ code: 'UNKNOWN_OPTION', field: 'options.txn' })
+  await expect(queue.retryJob('1', { tx: null } as never)).rejects.toMatchObject({
+    code: 'INVALID_TYPE',
+    field: 'options.tx',
+  })
+  await expect(queue.removeDeduplicationKey('k', { txn: 1 } as never)).rejects.toMatchObject({
+    code: 'UNKNOWN_OPTION',
+    field: 'options.txn',
+  })
 })

@@ -17,7 +17,8 @@ const exec = promisify(execFile)
 const ROOT = join(import.meta.dirname, '..')
 const readme = readFileSync(join(ROOT, 'README.md'), 'utf8')
 const tour = readme.slice(readme.indexOf('## A five-minute tour'), readme.indexOf('## Guarantees'))
-const blocks = (lang: string): string[] => [...tour.matchAll(new RegExp('```' + lang + '\\n([\\s\\S]*?)```', 'g'))].map((m) => m[1] as string)
+const blocks = (lang: string): string[] =>
+  [...tour.matchAll(new RegExp('```' + lang + '\\n([\\s\\S]*?)```', 'g'))].map((m) => m[1] as string)
 
 const database = `pgonce_readme_${randomBytes(4).toString('hex')}`
 let url: string
@@ -41,7 +42,10 @@ beforeAll(async () => {
   mkdirSync(join(work, 'node_modules'))
   for (const dep of ['pg', 'kysely']) symlinkSync(join(ROOT, 'node_modules', dep), join(work, 'node_modules', dep))
   writeFileSync(join(work, 'package.json'), JSON.stringify({ type: 'module', private: true }))
-  writeFileSync(join(work, 'tsconfig.json'), JSON.stringify({ compilerOptions: { paths: { pgonce: [join(ROOT, 'src', 'index.ts')] } } }))
+  writeFileSync(
+    join(work, 'tsconfig.json'),
+    JSON.stringify({ compilerOptions: { paths: { pgonce: [join(ROOT, 'src', 'index.ts')] } } }),
+  )
 })
 afterAll(async () => {
   if (work !== undefined) rmSync(work, { recursive: true, force: true })
@@ -84,12 +88,14 @@ console.log(JSON.stringify({ first: [first.outcome, first.deduplicated], again: 
 `
   writeFileSync(join(work, 'tour.ts'), script)
   const { stdout } = await exec(join(ROOT, 'node_modules', '.bin', 'tsx'), ['tour.ts'], {
-    cwd: work, env: { ...process.env, DATABASE_URL: url },
+    cwd: work,
+    env: { ...process.env, DATABASE_URL: url },
   }).catch((err: Error & { stdout?: string; stderr?: string }) => {
     throw new Error(`the tour failed:\n${err.stdout ?? ''}${err.stderr ?? ''}`)
   })
   expect(JSON.parse(stdout.trim().split('\n').at(-1) as string)).toEqual({
-    first: ['added', false], again: ['duplicate-key', true, true],
+    first: ['added', false],
+    again: ['duplicate-key', true, true],
   })
   const check = new pg.Client({ connectionString: url })
   await check.connect()
@@ -102,12 +108,19 @@ console.log(JSON.stringify({ first: [first.outcome, first.deduplicated], again: 
     expect(jobs.map((j) => j.data.commentId)).toEqual([comments[0].id, comments[1].id, comments[1].id])
     const { rows: outbox } = await check.query('select user_id, comment_id from outbox order by comment_id')
     // The dedup block's job and the Kysely block's job name the same (user, comment): ctx.effect's key makes it one push.
-    expect(outbox).toEqual([{ user_id: 7, comment_id: comments[0].id }, { user_id: 7, comment_id: comments[1].id }])
+    expect(outbox).toEqual([
+      { user_id: 7, comment_id: comments[0].id },
+      { user_id: 7, comment_id: comments[1].id },
+    ])
 
     const [sql] = blocks('sql') as [string]
-    const { rows: [answer] } = await check.query(sql)
+    const {
+      rows: [answer],
+    } = await check.query(sql)
     expect(answer.outcome).toBe('added')
-    const { rows: [repeat] } = await check.query(sql)
+    const {
+      rows: [repeat],
+    } = await check.query(sql)
     expect(repeat).toEqual({ id: answer.id, outcome: 'duplicate-key' })
   } finally {
     await check.end()

@@ -2,18 +2,44 @@
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { DeduplicationError, type Job, Queue } from '../src/index.js'
-import { deleteSchemaKeys, REDIS_URL, redisAvailable, schemaKeys, testClient, untilEpochSeen } from './helpers/redis-support.js'
+import {
+  deleteSchemaKeys,
+  REDIS_URL,
+  redisAvailable,
+  schemaKeys,
+  testClient,
+  untilEpochSeen,
+} from './helpers/redis-support.js'
 import { type TestSchema, freshSchema } from './helpers/schema.js'
 import { waitFor } from './helpers/wait.js'
 
 type Payload = { v: string }
 type Strategy = 'plain' | 'extend' | 'replace'
-type OwnerCase = 'absent' | 'expired' | 'no-ttl-finished' | 'waiting' | 'delayed' | 'waiting-children' | 'active'
-  | 'completed' | 'failed' | 'with-dependent'
+type OwnerCase =
+  | 'absent'
+  | 'expired'
+  | 'no-ttl-finished'
+  | 'waiting'
+  | 'delayed'
+  | 'waiting-children'
+  | 'active'
+  | 'completed'
+  | 'failed'
+  | 'with-dependent'
 
 const TTL = 3_600_000
-const OWNER_CASES: OwnerCase[] = ['absent', 'expired', 'no-ttl-finished', 'waiting', 'delayed', 'waiting-children', 'active',
-  'completed', 'failed', 'with-dependent']
+const OWNER_CASES: OwnerCase[] = [
+  'absent',
+  'expired',
+  'no-ttl-finished',
+  'waiting',
+  'delayed',
+  'waiting-children',
+  'active',
+  'completed',
+  'failed',
+  'with-dependent',
+]
 const STRATEGIES: Strategy[] = ['plain', 'extend', 'replace']
 
 const ok = await redisAvailable('redis.dedup-table.test.ts')
@@ -21,7 +47,10 @@ const ok = await redisAvailable('redis.dedup-table.test.ts')
 /** One side of the twin: a Queue, and the job ids it has seen, numbered in order of appearance. */
 class Side {
   private labels = new Map<string, string>()
-  constructor(readonly queue: Queue<Payload>, readonly db: TestSchema) {}
+  constructor(
+    readonly queue: Queue<Payload>,
+    readonly db: TestSchema,
+  ) {}
 
   /** Starts numbering again (each cell on each side from #1). */
   reset(): void {
@@ -35,14 +64,34 @@ class Side {
   }
 
   /** An add, as the caller sees it: what was decided and which job (by label) with which data answered. */
-  async add(v: string, key: string, opts: { ttl?: number; extend?: boolean; replace?: boolean; delay?: number; dependsOn?: string[] }) {
+  async add(
+    v: string,
+    key: string,
+    opts: { ttl?: number; extend?: boolean; replace?: boolean; delay?: number; dependsOn?: string[] },
+  ) {
     const { ttl, extend, replace, ...rest } = opts
     try {
-      const job = await this.queue.add('push', { v }, {
-        deduplication: { id: key, ...(ttl === undefined ? {} : { ttl }), ...(extend ? { extend } : {}), ...(replace ? { replace } : {}) },
-        ...rest,
-      })
-      return { outcome: job.outcome, deduplicated: job.deduplicated, job: this.label(job.id), data: job.data, name: job.name, ownQueue: job.queue === this.queue.name }
+      const job = await this.queue.add(
+        'push',
+        { v },
+        {
+          deduplication: {
+            id: key,
+            ...(ttl === undefined ? {} : { ttl }),
+            ...(extend ? { extend } : {}),
+            ...(replace ? { replace } : {}),
+          },
+          ...rest,
+        },
+      )
+      return {
+        outcome: job.outcome,
+        deduplicated: job.deduplicated,
+        job: this.label(job.id),
+        data: job.data,
+        name: job.name,
+        ownQueue: job.queue === this.queue.name,
+      }
     } catch (err) {
       if (!(err instanceof DeduplicationError)) throw err
       return { error: err.code, owner: this.label(err.ownerId) }
@@ -55,8 +104,14 @@ class Side {
 
   /** The key's jobs and row, with ids as labels: what the twin must agree on at the end. */
   async tables(key: string) {
-    const jobs = await this.sql('select id::text, state, data, dedup_key from $S.jobs where queue = $1 and dedup_key = $2 order by id', [this.queue.name, key])
-    const keys = await this.sql(`select key, job_id::text, expires_at is not null as ttl from $S.dedup_keys where queue = $1 and key = $2`, [this.queue.name, key])
+    const jobs = await this.sql(
+      'select id::text, state, data, dedup_key from $S.jobs where queue = $1 and dedup_key = $2 order by id',
+      [this.queue.name, key],
+    )
+    const keys = await this.sql(
+      `select key, job_id::text, expires_at is not null as ttl from $S.dedup_keys where queue = $1 and key = $2`,
+      [this.queue.name, key],
+    )
     return {
       jobs: jobs.map((j) => ({ job: this.label(j.id as string), state: j.state, data: j.data, key: j.dedup_key })),
       keys: keys.map((k) => ({ key: k.key, owner: this.label(k.job_id as string), ttl: k.ttl })),
@@ -74,13 +129,20 @@ describe.skipIf(!ok)('the decision table (docs/deduplication.md) with the Redis 
     db = await freshSchema('redis_table')
     redis = testClient(REDIS_URL as string)
     plain = new Side(new Queue<Payload>('twin-plain', { connectionString: db.url, schema: db.schema }), db)
-    cached = new Side(new Queue<Payload>('twin-cached', { connectionString: db.url, schema: db.schema, redis: REDIS_URL }), db)
+    cached = new Side(
+      new Queue<Payload>('twin-cached', { connectionString: db.url, schema: db.schema, redis: REDIS_URL }),
+      db,
+    )
     // Wait for the listener to be synced: a duplicate answered from Redis.
     await cached.queue.add('warm', { v: 'w' }, { deduplication: { id: 'warm', ttl: TTL } })
-    await waitFor(async () => {
-      await cached.queue.add('warm', { v: 'w' }, { deduplication: { id: 'warm', ttl: TTL } })
-      return cached.queue.cacheOutcomes.get('hit') > 0
-    }, 5_000, 'a duplicate answered from Redis')
+    await waitFor(
+      async () => {
+        await cached.queue.add('warm', { v: 'w' }, { deduplication: { id: 'warm', ttl: TTL } })
+        return cached.queue.cacheOutcomes.get('hit') > 0
+      },
+      5_000,
+      'a duplicate answered from Redis',
+    )
   })
   afterAll(async () => {
     await plain?.queue.close()
@@ -98,16 +160,25 @@ describe.skipIf(!ok)('the decision table (docs/deduplication.md) with the Redis 
     const id = first.id
     switch (owner) {
       case 'expired':
-        await side.sql(`update $S.dedup_keys set expires_at = now() - interval '1 second' where queue = $1 and key = $2`, [side.queue.name, key])
+        await side.sql(
+          `update $S.dedup_keys set expires_at = now() - interval '1 second' where queue = $1 and key = $2`,
+          [side.queue.name, key],
+        )
         break
       case 'no-ttl-finished':
       case 'completed':
       case 'failed':
-        await side.sql(`update $S.jobs set state = $2, finished_at = now() where id = $1`, [id, owner === 'failed' ? 'failed' : 'completed'])
+        await side.sql(`update $S.jobs set state = $2, finished_at = now() where id = $1`, [
+          id,
+          owner === 'failed' ? 'failed' : 'completed',
+        ])
         break
       case 'active':
-        await side.sql(`update $S.jobs set state = 'active', lock_token = gen_random_uuid(), locked_until = now() + interval '5 minutes',
-          attempts = attempts + 1, started_at = now() where id = $1`, [id])
+        await side.sql(
+          `update $S.jobs set state = 'active', lock_token = gen_random_uuid(), locked_until = now() + interval '5 minutes',
+          attempts = attempts + 1, started_at = now() where id = $1`,
+          [id],
+        )
         break
       case 'with-dependent':
         await side.queue.add('child', { v: 'child' }, { dependsOn: [id] })
@@ -121,11 +192,15 @@ describe.skipIf(!ok)('the decision table (docs/deduplication.md) with the Redis 
   async function firstOwner(side: Side, key: string, owner: OwnerCase): Promise<Job<Payload> | null> {
     if (owner === 'absent') return null
     const parent = owner === 'waiting-children' ? await side.queue.add('parent', { v: 'parent' }) : null
-    return side.queue.add('push', { v: 'first' }, {
-      deduplication: owner === 'no-ttl-finished' ? { id: key } : { id: key, ttl: TTL },
-      ...(owner === 'delayed' ? { delay: 600_000 } : {}),
-      ...(parent === null ? {} : { dependsOn: [parent.id] }),
-    })
+    return side.queue.add(
+      'push',
+      { v: 'first' },
+      {
+        deduplication: owner === 'no-ttl-finished' ? { id: key } : { id: key, ttl: TTL },
+        ...(owner === 'delayed' ? { delay: 600_000 } : {}),
+        ...(parent === null ? {} : { dependsOn: [parent.id] }),
+      },
+    )
   }
 
   /** The whole story of one cell on one side: its answers in order, then its tables. */
@@ -141,7 +216,9 @@ describe.skipIf(!ok)('the decision table (docs/deduplication.md) with the Redis 
     for (let i = 0; i < 2; i++) answers.push(await side.add(`dup-before-${i}`, key, { ttl: TTL }))
     await arrange(side, key, owner, first)
     await between()
-    answers.push(await side.add('strategy', key, { ttl: TTL, extend: strategy === 'extend', replace: strategy === 'replace' }))
+    answers.push(
+      await side.add('strategy', key, { ttl: TTL, extend: strategy === 'extend', replace: strategy === 'replace' }),
+    )
     for (let i = 0; i < 3; i++) {
       await between()
       answers.push(await side.add(`dup-after-${i}`, key, { ttl: TTL }))
@@ -169,16 +246,29 @@ describe.skipIf(!ok)('the decision table (docs/deduplication.md) with the Redis 
   }
 
   it('a plain duplicate answered from Redis has the shape Postgres gives, with state and attempts as of caching', async () => {
-    const first = await cached.queue.add('push', { v: 'shape' }, { deduplication: { id: 'shape', ttl: TTL }, priority: 3, attempts: 4 })
-    const fromPg = await plain.queue.add('push', { v: 'shape' }, { deduplication: { id: 'shape', ttl: TTL }, priority: 3, attempts: 4 })
+    const first = await cached.queue.add(
+      'push',
+      { v: 'shape' },
+      { deduplication: { id: 'shape', ttl: TTL }, priority: 3, attempts: 4 },
+    )
+    const fromPg = await plain.queue.add(
+      'push',
+      { v: 'shape' },
+      { deduplication: { id: 'shape', ttl: TTL }, priority: 3, attempts: 4 },
+    )
     const hits = cached.queue.cacheOutcomes.get('hit')
     // Until a duplicate is answered from Redis (the entry is written in the background).
-    const dup = await waitFor(async () => {
-      const answer = await cached.queue.add('push', { v: 'other' }, { deduplication: { id: 'shape', ttl: TTL } })
-      return cached.queue.cacheOutcomes.get('hit') > hits ? answer : undefined
-    }, 5_000, 'the duplicate answered from Redis')
+    const dup = await waitFor(
+      async () => {
+        const answer = await cached.queue.add('push', { v: 'other' }, { deduplication: { id: 'shape', ttl: TTL } })
+        return cached.queue.cacheOutcomes.get('hit') > hits ? answer : undefined
+      },
+      5_000,
+      'the duplicate answered from Redis',
+    )
     const pgDup = await plain.queue.add('push', { v: 'other' }, { deduplication: { id: 'shape', ttl: TTL } })
-    const shape = (j: Job<Payload>) => Object.fromEntries(Object.entries(j).filter(([k]) => !['owner', 'id', 'queue', 'runAt', 'createdAt'].includes(k)))
+    const shape = (j: Job<Payload>) =>
+      Object.fromEntries(Object.entries(j).filter(([k]) => !['owner', 'id', 'queue', 'runAt', 'createdAt'].includes(k)))
     expect(shape(dup)).toEqual(shape(pgDup))
     expect(dup.id).toBe(first.id)
     expect(dup.data).toEqual({ v: 'shape' })
@@ -207,9 +297,17 @@ describe.skipIf(!ok)('the decision table (docs/deduplication.md) with the Redis 
     try {
       const keysBefore = (await schemaKeys(redis, db.schema)).filter((k) => k.includes(':k:twin-cached:')).length
       await client.query('begin')
-      const inTx = await cached.queue.add('push', { v: 'tx' }, { deduplication: { id: 'tx-key', ttl: TTL }, tx: client })
+      const inTx = await cached.queue.add(
+        'push',
+        { v: 'tx' },
+        { deduplication: { id: 'tx-key', ttl: TTL }, tx: client },
+      )
       expect(inTx.outcome).toBe('added')
-      const again = await cached.queue.add('push', { v: 'tx2' }, { deduplication: { id: 'tx-key', ttl: TTL }, tx: client })
+      const again = await cached.queue.add(
+        'push',
+        { v: 'tx2' },
+        { deduplication: { id: 'tx-key', ttl: TTL }, tx: client },
+      )
       expect(again.id).toBe(inTx.id)
       await client.query('rollback')
       expect((await schemaKeys(redis, db.schema)).filter((k) => k.includes(':k:twin-cached:')).length).toBe(keysBefore)

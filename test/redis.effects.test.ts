@@ -52,13 +52,18 @@ describe.skipIf(!ok)('effects with the Redis layer on', () => {
   /** Runs runOnce until its 'duplicate-done' comes from Redis (the entry is written in the background). */
   async function untilDoneFromRedis(k: string, work: () => void): Promise<void> {
     const hits = effects.cacheOutcomes.get('hit')
-    await waitFor(async () => (await effects.runOnce(k, work)) === 'duplicate-done' && effects.cacheOutcomes.get('hit') > hits,
-      5_000, `runOnce('${k}') answered from Redis`)
+    await waitFor(
+      async () => (await effects.runOnce(k, work)) === 'duplicate-done' && effects.cacheOutcomes.get('hit') > hits,
+      5_000,
+      `runOnce('${k}') answered from Redis`,
+    )
   }
 
   it("runOnce: a done key is answered 'duplicate-done' from Redis, and not after its doneTtl", async () => {
     let runs = 0
-    const work = () => { runs++ }
+    const work = () => {
+      runs++
+    }
     const forever = key('done-forever')
     expect(await effects.runOnce(forever, work)).toBe('ran')
     await untilDoneFromRedis(forever, work)
@@ -68,9 +73,17 @@ describe.skipIf(!ok)('effects with the Redis layer on', () => {
     expect(await effects.runOnce(brief, work, { doneTtl: 500 })).toBe('ran')
     await untilDoneFromRedis(brief, work)
     // Past the marker's expiry by the database clock, with 100 ms for the Redis entry's own TTL to run out too.
-    await waitFor(async () => (await sql(
-      `select expires_at + interval '100 milliseconds' <= now() as past from $S.execution_claims where key = $1`, [brief])).rows[0]?.past === true,
-    5_000, 'the done marker to expire')
+    await waitFor(
+      async () =>
+        (
+          await sql(
+            `select expires_at + interval '100 milliseconds' <= now() as past from $S.execution_claims where key = $1`,
+            [brief],
+          )
+        ).rows[0]?.past === true,
+      5_000,
+      'the done marker to expire',
+    )
     expect(await effects.runOnce(brief, work, { doneTtl: 500 })).toBe('ran')
     expect(runs).toBe(3)
   })
@@ -78,8 +91,18 @@ describe.skipIf(!ok)('effects with the Redis layer on', () => {
   it("runOnce: a claim that is running is never answered from Redis ('duplicate-running' each time)", async () => {
     const k = key('running')
     let release!: () => void
-    const holder = effects.runOnce(k, () => new Promise<void>((r) => { release = r }))
-    await waitFor(async () => (await sql('select 1 from $S.execution_claims where key = $1', [k])).rowCount === 1, 5_000, 'the claim')
+    const holder = effects.runOnce(
+      k,
+      () =>
+        new Promise<void>((r) => {
+          release = r
+        }),
+    )
+    await waitFor(
+      async () => (await sql('select 1 from $S.execution_claims where key = $1', [k])).rowCount === 1,
+      5_000,
+      'the claim',
+    )
     for (let i = 0; i < 5; i++) expect(await effects.runOnce(k, () => {})).toBe('duplicate-running')
     release()
     expect(await holder).toBe('ran')
@@ -88,10 +111,21 @@ describe.skipIf(!ok)('effects with the Redis layer on', () => {
   it('a done claim deleted by hand runs again once the NOTIFY is in', async () => {
     let runs = 0
     const k = key('done-deleted')
-    await effects.runOnce(k, () => { runs++ })
-    await untilDoneFromRedis(k, () => { runs++ })
+    await effects.runOnce(k, () => {
+      runs++
+    })
+    await untilDoneFromRedis(k, () => {
+      runs++
+    })
     await sql('delete from $S.execution_claims where key = $1', [k])
-    await waitFor(async () => (await effects.runOnce(k, () => { runs++ })) === 'ran', 5_000, 'the key to run again')
+    await waitFor(
+      async () =>
+        (await effects.runOnce(k, () => {
+          runs++
+        })) === 'ran',
+      5_000,
+      'the key to run again',
+    )
     expect(runs).toBe(2)
   })
 
@@ -117,14 +151,18 @@ describe.skipIf(!ok)('effects with the Redis layer on', () => {
           return query(...args)
         }
       })
-      worker = new Worker('redis-effects', async (job, ctx) => {
-        const effect = await ctx.effect(`charge:${job.data.k}`, async (tx) => {
-          charges.push(job.data.k)
-          await tx.query('select 1')
-        })
-        const once = await ctx.runOnce(`mail:${job.data.k}`, () => {})
-        outcomes.push([effect, once])
-      }, { pool: workerPool, schema: db.schema, redis: REDIS_URL, pollIntervalMs: 50, maintenanceIntervalMs: 0 })
+      worker = new Worker(
+        'redis-effects',
+        async (job, ctx) => {
+          const effect = await ctx.effect(`charge:${job.data.k}`, async (tx) => {
+            charges.push(job.data.k)
+            await tx.query('select 1')
+          })
+          const once = await ctx.runOnce(`mail:${job.data.k}`, () => {})
+          outcomes.push([effect, once])
+        },
+        { pool: workerPool, schema: db.schema, redis: REDIS_URL, pollIntervalMs: 50, maintenanceIntervalMs: 0 },
+      )
     })
     afterAll(async () => {
       await worker?.close()
@@ -134,11 +172,15 @@ describe.skipIf(!ok)('effects with the Redis layer on', () => {
 
     /** Runs the job of `k` until both its pre-checks (ctx.effect, ctx.runOnce) are answered from Redis. */
     async function untilBothFromRedis(k: string): Promise<void> {
-      await waitFor(async () => {
-        const hits = worker.cacheOutcomes.get('hit')
-        await runJob(k)
-        return worker.cacheOutcomes.get('hit') >= hits + 2
-      }, 5_000, 'both pre-checks answered from Redis')
+      await waitFor(
+        async () => {
+          const hits = worker.cacheOutcomes.get('hit')
+          await runJob(k)
+          return worker.cacheOutcomes.get('hit') >= hits + 2
+        },
+        5_000,
+        'both pre-checks answered from Redis',
+      )
     }
 
     async function runJob(k: string): Promise<[string, string]> {
@@ -148,26 +190,34 @@ describe.skipIf(!ok)('effects with the Redis layer on', () => {
       return outcomes[before] as [string, string]
     }
 
-    it("answers a recorded effect and a done runOnce key from Redis: the effect is skipped without opening a transaction", async () => {
+    it('answers a recorded effect and a done runOnce key from Redis: the effect is skipped without opening a transaction', async () => {
       const k = key('invoice')
       const sentBefore = ledgerStatements
       expect(await runJob(k)).toEqual(['ran', 'ran'])
       expect(ledgerStatements, 'the first run writes the ledger row').toBe(sentBefore + 1)
       // The entries are written in the background: the next runs are answered from Redis as soon as they are there.
-      await waitFor(async () => {
-        const statements = ledgerStatements
-        const hits = worker.cacheOutcomes.get('hit')
-        const answer = await runJob(k)
-        expect(answer).toEqual(['duplicate-done', 'duplicate-done'])
-        return worker.cacheOutcomes.get('hit') >= hits + 2 && ledgerStatements === statements
-      }, 5_000, 'both pre-checks answered from Redis, no ledger statement sent')
+      await waitFor(
+        async () => {
+          const statements = ledgerStatements
+          const hits = worker.cacheOutcomes.get('hit')
+          const answer = await runJob(k)
+          expect(answer).toEqual(['duplicate-done', 'duplicate-done'])
+          return worker.cacheOutcomes.get('hit') >= hits + 2 && ledgerStatements === statements
+        },
+        5_000,
+        'both pre-checks answered from Redis, no ledger statement sent',
+      )
       expect(charges.filter((c) => c === k)).toHaveLength(1)
       // effects.record (any Effects with redis) answers false from the entry ctx.effect wrote.
-      await waitFor(async () => {
-        const hits = effects.cacheOutcomes.get('hit')
-        expect(await record(`charge:${k}`)).toBe(false)
-        return effects.cacheOutcomes.get('hit') === hits + 1
-      }, 5_000, 'effects.record answered from Redis')
+      await waitFor(
+        async () => {
+          const hits = effects.cacheOutcomes.get('hit')
+          expect(await record(`charge:${k}`)).toBe(false)
+          return effects.cacheOutcomes.get('hit') === hits + 1
+        },
+        5_000,
+        'effects.record answered from Redis',
+      )
     })
 
     it('a REPEATABLE READ transaction whose snapshot predates the recording is answered false from Redis (Postgres: 40001)', async () => {
@@ -184,11 +234,15 @@ describe.skipIf(!ok)('effects with the Redis layer on', () => {
           expect(await record(k)).toBe(true)
           // The entry as ctx.effect writes it once its transaction found the key recorded (written in the background).
           effects.repeatedEffect(k)
-          await waitFor(async () => {
-            const hits = effects.cacheOutcomes.get('hit')
-            expect(await record(k)).toBe(false)
-            return effects.cacheOutcomes.get('hit') === hits + 1
-          }, 5_000, 'effects.record answered from Redis')
+          await waitFor(
+            async () => {
+              const hits = effects.cacheOutcomes.get('hit')
+              expect(await record(k)).toBe(false)
+              return effects.cacheOutcomes.get('hit') === hits + 1
+            },
+            5_000,
+            'effects.record answered from Redis',
+          )
           const declined = () => effects.cacheOutcomes.get('unsynced') + effects.cacheOutcomes.get('miss')
           const declinedBefore = declined()
           const hits = effects.cacheOutcomes.get('hit')
@@ -229,8 +283,18 @@ describe.skipIf(!ok)('effects with the Redis layer on', () => {
       const missesBefore = effects.cacheOutcomes.get('miss')
       expect(await record(`charge:${k}`)).toBe(false)
       expect(effects.cacheOutcomes.get('miss')).toBe(missesBefore + 1)
-      await waitFor(async () => (await sql(`select recorded_at + interval '300 milliseconds' < now() as prunable
-        from $S.processed_effects where effect_key = $1`, [`charge:${k}`])).rows[0]?.prunable === true, 5_000, 'the row to be prunable')
+      await waitFor(
+        async () =>
+          (
+            await sql(
+              `select recorded_at + interval '300 milliseconds' < now() as prunable
+        from $S.processed_effects where effect_key = $1`,
+              [`charge:${k}`],
+            )
+          ).rows[0]?.prunable === true,
+        5_000,
+        'the row to be prunable',
+      )
       await runMaintenance({ connectionString: db.url, schema: db.schema })
       expect(await runJob(k)).toEqual(['ran', 'duplicate-done'])
 
@@ -239,14 +303,28 @@ describe.skipIf(!ok)('effects with the Redis layer on', () => {
       const fresh = key('retained-fresh')
       expect(await runJob(fresh)).toEqual(['ran', 'ran'])
       await untilBothFromRedis(fresh)
-      await waitFor(async () => {
-        const hits = effects.cacheOutcomes.get('hit')
-        await record(`charge:${fresh}`)
-        return effects.cacheOutcomes.get('hit') > hits
-      }, 1_000, 'record answered from Redis within the retention')
+      await waitFor(
+        async () => {
+          const hits = effects.cacheOutcomes.get('hit')
+          await record(`charge:${fresh}`)
+          return effects.cacheOutcomes.get('hit') > hits
+        },
+        1_000,
+        'record answered from Redis within the retention',
+      )
       // Past recorded_at + 1.5 s by the database clock, with 100 ms for the Redis entry's own TTL to run out too.
-      await waitFor(async () => (await sql(`select recorded_at + interval '1600 milliseconds' <= now() as past
-        from $S.processed_effects where effect_key = $1`, [`charge:${fresh}`])).rows[0]?.past === true, 5_000, 'the retention to pass')
+      await waitFor(
+        async () =>
+          (
+            await sql(
+              `select recorded_at + interval '1600 milliseconds' <= now() as past
+        from $S.processed_effects where effect_key = $1`,
+              [`charge:${fresh}`],
+            )
+          ).rows[0]?.past === true,
+        5_000,
+        'the retention to pass',
+      )
       const hits = effects.cacheOutcomes.get('hit')
       expect(await record(`charge:${fresh}`)).toBe(false)
       expect(effects.cacheOutcomes.get('hit')).toBe(hits)

@@ -16,10 +16,22 @@ const CALL_BOUND_MS = 400
 
 const ok = await redisAvailable('redis.faults.test.ts', { needsServerBinary: true })
 
-interface Line { level: string; msg: string | undefined; obj: unknown }
+interface Line {
+  level: string
+  msg: string | undefined
+  obj: unknown
+}
 function recordingLogger(lines: Line[]): Logger {
-  const at = (level: string) => (obj: object | string, msg?: string) => { lines.push({ level, msg, obj }) }
-  const logger: Logger = { debug: () => {}, info: at('info'), warn: at('warn'), error: at('error'), child: () => logger }
+  const at = (level: string) => (obj: object | string, msg?: string) => {
+    lines.push({ level, msg, obj })
+  }
+  const logger: Logger = {
+    debug: () => {},
+    info: at('info'),
+    warn: at('warn'),
+    error: at('error'),
+    child: () => logger,
+  }
   return logger
 }
 
@@ -45,7 +57,12 @@ describe.skipIf(!ok)('Redis faults', () => {
   }
 
   function queueOn(redis: string | Redis, lines: Line[] = []): Queue<Payload> {
-    const q = new Queue<Payload>(`faults-${++seq}`, { connectionString: db.url, schema: db.schema, redis, logger: recordingLogger(lines) })
+    const q = new Queue<Payload>(`faults-${++seq}`, {
+      connectionString: db.url,
+      schema: db.schema,
+      redis,
+      logger: recordingLogger(lines),
+    })
     closing.push(q)
     return q
   }
@@ -56,7 +73,11 @@ describe.skipIf(!ok)('Redis faults', () => {
   }
 
   /** One add, timed, checked against Postgres: the answer names the job that holds the key. */
-  async function checkedAdd(queue: Queue<Payload>, key: string, i: number): Promise<{ ms: number; outcome: string | null }> {
+  async function checkedAdd(
+    queue: Queue<Payload>,
+    key: string,
+    i: number,
+  ): Promise<{ ms: number; outcome: string | null }> {
     const t0 = performance.now()
     const job = await queue.add('push', { i }, { deduplication: { id: key, ttl: TTL } })
     const ms = performance.now() - t0
@@ -80,10 +101,14 @@ describe.skipIf(!ok)('Redis faults', () => {
   async function untilHit(queue: Queue<Payload>, key: string): Promise<void> {
     await queue.add('push', { i: 0 }, { deduplication: { id: key, ttl: TTL } })
     const hits = queue.cacheOutcomes.get('hit')
-    await waitFor(async () => {
-      await queue.add('push', { i: 0 }, { deduplication: { id: key, ttl: TTL } })
-      return queue.cacheOutcomes.get('hit') > hits
-    }, 10_000, 'a duplicate answered from Redis')
+    await waitFor(
+      async () => {
+        await queue.add('push', { i: 0 }, { deduplication: { id: key, ttl: TTL } })
+        return queue.cacheOutcomes.get('hit') > hits
+      },
+      10_000,
+      'a duplicate answered from Redis',
+    )
   }
 
   it('nothing listening at the URL: adds, dedup and effects right and bounded, a few warnings only, no crash', async () => {
@@ -91,12 +116,21 @@ describe.skipIf(!ok)('Redis faults', () => {
     const url = `redis://127.0.0.1:${await freePort()}`
     const queue = queueOn(url, lines)
     await story(queue, 10)
-    const effects = new Effects({ connectionString: db.url, schema: db.schema, redis: url, logger: recordingLogger(lines) })
+    const effects = new Effects({
+      connectionString: db.url,
+      schema: db.schema,
+      redis: url,
+      logger: recordingLogger(lines),
+    })
     closing.push(effects)
     let runs = 0
     for (let i = 0; i < 5; i++) {
       const t0 = performance.now()
-      expect(await effects.runOnce('dead-redis', () => { runs++ })).toBe(i === 0 ? 'ran' : 'duplicate-done')
+      expect(
+        await effects.runOnce('dead-redis', () => {
+          runs++
+        }),
+      ).toBe(i === 0 ? 'ran' : 'duplicate-done')
       expect(performance.now() - t0).toBeLessThan(CALL_BOUND_MS)
     }
     expect(runs).toBe(1)
@@ -111,14 +145,29 @@ describe.skipIf(!ok)('Redis faults', () => {
     await untilHit(queue, 'before-kill')
     await s.stop()
     await story(queue, 8)
-    expect(queue.cacheOutcomes.get('fallback') + queue.cacheOutcomes.get('breaker-open') + queue.cacheOutcomes.get('unsynced')).toBeGreaterThan(0)
+    expect(
+      queue.cacheOutcomes.get('fallback') +
+        queue.cacheOutcomes.get('breaker-open') +
+        queue.cacheOutcomes.get('unsynced'),
+    ).toBeGreaterThan(0)
     await s.restart()
-    await waitFor(async () => {
-      await checkedAdd(queue, 'after-restart', 1)
-      return queue.cacheOutcomes.get('hit') > 0 && (await checkedAdd(queue, 'after-restart', 2)).outcome === 'duplicate-key'
-    }, 15_000, 'the cache to work again')
+    await waitFor(
+      async () => {
+        await checkedAdd(queue, 'after-restart', 1)
+        return (
+          queue.cacheOutcomes.get('hit') > 0 &&
+          (await checkedAdd(queue, 'after-restart', 2)).outcome === 'duplicate-key'
+        )
+      },
+      15_000,
+      'the cache to work again',
+    )
     const hits = queue.cacheOutcomes.get('hit')
-    await waitFor(async () => (await checkedAdd(queue, 'after-restart', 3)) && queue.cacheOutcomes.get('hit') > hits, 10_000, 'hits after restart')
+    await waitFor(
+      async () => (await checkedAdd(queue, 'after-restart', 3)) && queue.cacheOutcomes.get('hit') > hits,
+      10_000,
+      'hits after restart',
+    )
     await story(queue, 6)
     expect(lines.some((l) => l.level === 'warn')).toBe(true)
   })
@@ -127,7 +176,10 @@ describe.skipIf(!ok)('Redis faults', () => {
     const s = await server(['--enable-debug-command', 'yes'])
     const queue = queueOn(s.url)
     await untilHit(queue, 'pause')
-    for (const stall of [() => s.admin.call('CLIENT', 'PAUSE', '1500', 'ALL'), () => s.admin.call('DEBUG', 'SLEEP', '1.5')]) {
+    for (const stall of [
+      () => s.admin.call('CLIENT', 'PAUSE', '1500', 'ALL'),
+      () => s.admin.call('DEBUG', 'SLEEP', '1.5'),
+    ]) {
       const stalled = stall().catch(() => {})
       const opened = queue.cacheOutcomes.get('breaker-open')
       const times: number[] = []
@@ -142,10 +194,14 @@ describe.skipIf(!ok)('Redis faults', () => {
       expect(queue.cacheOutcomes.get('breaker-open')).toBeGreaterThan(opened)
       await stalled
       const hits = queue.cacheOutcomes.get('hit')
-      await waitFor(async () => {
-        await queue.add('push', { i: 2 }, { deduplication: { id: 'pause', ttl: TTL } })
-        return queue.cacheOutcomes.get('hit') > hits
-      }, 15_000, 'hits after the stall')
+      await waitFor(
+        async () => {
+          await queue.add('push', { i: 2 }, { deduplication: { id: 'pause', ttl: TTL } })
+          return queue.cacheOutcomes.get('hit') > hits
+        },
+        15_000,
+        'hits after the stall',
+      )
     }
   })
 
@@ -158,7 +214,9 @@ describe.skipIf(!ok)('Redis faults', () => {
     const stalled = s.admin.call('CLIENT', 'PAUSE', '1000', 'ALL').catch(() => {})
     for (let i = 0; i < 20; i++) {
       const t0 = performance.now()
-      expect((await queue.add('push', { i }, { deduplication: { id: 'callers-client', ttl: TTL } })).outcome).toBe('duplicate-key')
+      expect((await queue.add('push', { i }, { deduplication: { id: 'callers-client', ttl: TTL } })).outcome).toBe(
+        'duplicate-key',
+      )
       expect(performance.now() - t0).toBeLessThan(CALL_BOUND_MS)
     }
     await stalled
@@ -192,15 +250,17 @@ describe.skipIf(!ok)('Redis faults', () => {
    */
   async function load(queue: Queue<Payload>): Promise<void> {
     const pad = 'x'.repeat(2_000)
-    await Promise.all(Array.from({ length: 8 }, async (_, p) => {
-      for (let i = 0; i < 60; i++) {
-        const key = `lru:${p}:${i % 5}`
-        const job = await queue.add('push', { i }, { deduplication: { id: key, ttl: TTL } })
-        expect(job.id).toBe(await owner(queue, key))
-        if (i % 10 === 9) await queue.removeDeduplicationKey(key)
-        await queue.add('pad', { i, pad } as unknown as Payload, { deduplication: { id: `pad:${p}:${i}`, ttl: TTL } })
-      }
-    }))
+    await Promise.all(
+      Array.from({ length: 8 }, async (_, p) => {
+        for (let i = 0; i < 60; i++) {
+          const key = `lru:${p}:${i % 5}`
+          const job = await queue.add('push', { i }, { deduplication: { id: key, ttl: TTL } })
+          expect(job.id).toBe(await owner(queue, key))
+          if (i % 10 === 9) await queue.removeDeduplicationKey(key)
+          await queue.add('pad', { i, pad } as unknown as Payload, { deduplication: { id: `pad:${p}:${i}`, ttl: TTL } })
+        }
+      }),
+    )
   }
 
   for (const maxmemory of ['1mb', '2mb']) {

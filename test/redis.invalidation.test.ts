@@ -3,7 +3,14 @@
 import { performance } from 'node:perf_hooks'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { type Job, Queue } from '../src/index.js'
-import { type QueueChild, REDIS_URL, deleteSchemaKeys, redisAvailable, spawnQueueChild, testClient } from './helpers/redis-support.js'
+import {
+  type QueueChild,
+  REDIS_URL,
+  deleteSchemaKeys,
+  redisAvailable,
+  spawnQueueChild,
+  testClient,
+} from './helpers/redis-support.js'
 import { waitFor } from './helpers/wait.js'
 import { type TestSchema, freshSchema } from './helpers/schema.js'
 
@@ -52,7 +59,11 @@ describe.skipIf(!ok)('invalidation of cached duplicates', () => {
     const key = `${label}:${++seq}`
     const owner = await add(key, 'owner')
     const hits = queue.cacheOutcomes.get('hit')
-    await waitFor(async () => (await add(key)).id === owner.id && queue.cacheOutcomes.get('hit') > hits, 5_000, 'a duplicate answered from Redis')
+    await waitFor(
+      async () => (await add(key)).id === owner.id && queue.cacheOutcomes.get('hit') > hits,
+      5_000,
+      'a duplicate answered from Redis',
+    )
     return { key, owner }
   }
 
@@ -86,7 +97,10 @@ describe.skipIf(!ok)('invalidation of cached duplicates', () => {
 
   it('replace by a Queue with redis in another process: the very next duplicate names the new owner', async () => {
     const { key, owner } = await cachedKey('child-replace')
-    const replaced = await withRedis.send({ op: 'add', key, ttl: TTL, replace: true, v: 'new' }) as { id: string; outcome: string }
+    const replaced = (await withRedis.send({ op: 'add', key, ttl: TTL, replace: true, v: 'new' })) as {
+      id: string
+      outcome: string
+    }
     expect(replaced.outcome).toBe('replaced')
     const next = await add(key)
     expect(next.id).toBe(replaced.id)
@@ -115,8 +129,18 @@ describe.skipIf(!ok)('invalidation of cached duplicates', () => {
     expect(extended.outcome).toBe('extended')
     expect((await add(key)).id).toBe(owner.id)
     // Past the new expiry by the database clock, with 100 ms for the Redis entry's own TTL to run out too.
-    await waitFor(async () => (await db.pool.query(`select expires_at + interval '100 milliseconds' <= now() as expired
-      from "${db.schema}".dedup_keys where queue = $1 and key = $2`, [QUEUE, key])).rows[0]?.expired === true, 5_000, 'the shortened key to expire')
+    await waitFor(
+      async () =>
+        (
+          await db.pool.query(
+            `select expires_at + interval '100 milliseconds' <= now() as expired
+      from "${db.schema}".dedup_keys where queue = $1 and key = $2`,
+            [QUEUE, key],
+          )
+        ).rows[0]?.expired === true,
+      5_000,
+      'the shortened key to expire',
+    )
     expect((await answersAfterEnd(key, owner.id, WINDOW_MS)).stale).toBe(0)
   })
 
@@ -135,7 +159,10 @@ describe.skipIf(!ok)('invalidation of cached duplicates', () => {
     await answersAfterEnd(deleted.key, deleted.owner.id, WINDOW_MS)
 
     const expired = await cachedKey('sql-expire')
-    await sql(`update $S.dedup_keys set expires_at = now() - interval '1 ms' where queue = $1 and key = $2`, [QUEUE, expired.key])
+    await sql(`update $S.dedup_keys set expires_at = now() - interval '1 ms' where queue = $1 and key = $2`, [
+      QUEUE,
+      expired.key,
+    ])
     await answersAfterEnd(expired.key, expired.owner.id, WINDOW_MS)
 
     const orphaned = await cachedKey('sql-owner-deleted')
@@ -147,7 +174,7 @@ describe.skipIf(!ok)('invalidation of cached duplicates', () => {
     await answersAfterEnd(truncated.key, truncated.owner.id, WINDOW_MS)
   })
 
-  it('a removal inside a caller\'s transaction counts from its commit', async () => {
+  it("a removal inside a caller's transaction counts from its commit", async () => {
     const { key, owner } = await cachedKey('tx-remove')
     const client = await db.pool.connect()
     try {
@@ -165,16 +192,25 @@ describe.skipIf(!ok)('invalidation of cached duplicates', () => {
   it('a fact ended while the listener is down is never answered: the process asks Postgres until it has read the epochs again', async () => {
     const { key, owner } = await cachedKey('listener-down')
     const unsynced = queue.cacheOutcomes.get('unsynced')
-    await db.pool.query('select pg_terminate_backend(pid) from pg_stat_activity where application_name = $1',
-      [`pgonce-cache ${db.schema} ${process.pid}`])
+    await db.pool.query('select pg_terminate_backend(pid) from pg_stat_activity where application_name = $1', [
+      `pgonce-cache ${db.schema} ${process.pid}`,
+    ])
     // Once it knows its listener is gone, the process stops asking Redis; the NOTIFY of this delete never reaches it.
-    await waitFor(async () => (await add(key)).id === owner.id && queue.cacheOutcomes.get('unsynced') > unsynced, 5_000, 'the listener to be seen down')
+    await waitFor(
+      async () => (await add(key)).id === owner.id && queue.cacheOutcomes.get('unsynced') > unsynced,
+      5_000,
+      'the listener to be seen down',
+    )
     await db.pool.query(`delete from "${db.schema}".dedup_keys where queue = $1 and key = $2`, [QUEUE, key])
     const after = await add(key, 'after')
     expect(after.outcome).toBe('added')
     // Back, synced (a hit again), and never the old owner.
     const hits = queue.cacheOutcomes.get('hit')
-    await waitFor(async () => (await add(key)).id === after.id && queue.cacheOutcomes.get('hit') > hits, 5_000, 'hits after the reconnect')
+    await waitFor(
+      async () => (await add(key)).id === after.id && queue.cacheOutcomes.get('hit') > hits,
+      5_000,
+      'hits after the reconnect',
+    )
   })
 
   it('a restore from backup (a key gone without triggers, epochs gone back): a fresh process and this one stop answering it', async () => {
@@ -190,18 +226,31 @@ describe.skipIf(!ok)('invalidation of cached duplicates', () => {
     } finally {
       client.release()
     }
-    const fresh = new Queue<Payload>(QUEUE, { connectionString: db.url, schema: db.schema, redis: REDIS_URL, migrate: false })
+    const fresh = new Queue<Payload>(QUEUE, {
+      connectionString: db.url,
+      schema: db.schema,
+      redis: REDIS_URL,
+      migrate: false,
+    })
     try {
       // The fresh process's listener finds Redis's epochs ahead of Postgres's and bumps every bucket above them before
       // it answers anything from Redis (its first hit says it is synced).
-      await waitFor(async () => {
-        await fresh.add('probe', { v: 'p' }, { deduplication: { id: `probe:${key}`, ttl: TTL } })
-        return fresh.cacheOutcomes.get('hit') > 0
-      }, 5_000, 'the fresh queue to answer from Redis')
+      await waitFor(
+        async () => {
+          await fresh.add('probe', { v: 'p' }, { deduplication: { id: `probe:${key}`, ttl: TTL } })
+          return fresh.cacheOutcomes.get('hit') > 0
+        },
+        5_000,
+        'the fresh queue to answer from Redis',
+      )
       const first = await fresh.add('push', { v: 'fresh' }, { deduplication: { id: key, ttl: TTL } })
       expect(first.outcome).toBe('added')
       expect(first.id).not.toBe(owner.id)
-      await waitFor(async () => (await add(key)).id === first.id, WINDOW_MS, 'this process to answer with the new owner')
+      await waitFor(
+        async () => (await add(key)).id === first.id,
+        WINDOW_MS,
+        'this process to answer with the new owner',
+      )
     } finally {
       await fresh.close()
     }

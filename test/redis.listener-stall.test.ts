@@ -5,7 +5,14 @@ import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { Queue } from '../src/index.js'
 import {
-  type QueueChild, REDIS_URL, busyChild, deleteSchemaKeys, redisAvailable, spawnQueueChild, testClient, untilCached,
+  type QueueChild,
+  REDIS_URL,
+  busyChild,
+  deleteSchemaKeys,
+  redisAvailable,
+  spawnQueueChild,
+  testClient,
+  untilCached,
 } from './helpers/redis-support.js'
 import { type TestSchema, freshSchema } from './helpers/schema.js'
 import { waitFor } from './helpers/wait.js'
@@ -34,7 +41,13 @@ describe.skipIf(!ok)('a frozen cache listener', () => {
     // Few connections each: the test server is shared (max_connections).
     sql = new pg.Pool({ connectionString: db.url, max: 2 })
     redis = testClient(REDIS_URL as string)
-    queue = new Queue<Payload>(QUEUE, { connectionString: db.url, schema: db.schema, redis: REDIS_URL, migrate: false, poolSize: 3 })
+    queue = new Queue<Payload>(QUEUE, {
+      connectionString: db.url,
+      schema: db.schema,
+      redis: REDIS_URL,
+      migrate: false,
+      poolSize: 3,
+    })
     withoutRedis = await spawnQueueChild({ PGONCE_URL: db.url, PGONCE_SCHEMA: db.schema, QUEUE })
     await withoutRedis.send({ op: 'ping' })
     load = busyChild()
@@ -57,7 +70,9 @@ describe.skipIf(!ok)('a frozen cache listener', () => {
   /** A key held by a pending owner, answered from Redis by this process right now (false: it was not). */
   async function cachedKey(key: string): Promise<{ ownerId: string; hit: boolean }> {
     const owner = await add(key, 'owner')
-    await untilCached(redis, db.pool, db.schema, QUEUE, key, async () => expect((await add(key, 'dup')).id).toBe(owner.id))
+    await untilCached(redis, db.pool, db.schema, QUEUE, key, async () =>
+      expect((await add(key, 'dup')).id).toBe(owner.id),
+    )
     const hits = queue.cacheOutcomes.get('hit')
     expect((await add(key, 'dup')).id).toBe(owner.id)
     return { ownerId: owner.id, hit: queue.cacheOutcomes.get('hit') > hits }
@@ -66,17 +81,23 @@ describe.skipIf(!ok)('a frozen cache listener', () => {
   /** Waits until a duplicate of `key` is answered from Redis (after a freeze: the listener is heard again). */
   async function untilAnsweredFromRedis(key: string): Promise<void> {
     await add(key, 'probe')
-    await waitFor(async () => {
-      const hits = queue.cacheOutcomes.get('hit')
-      await add(key, 'probe')
-      return queue.cacheOutcomes.get('hit') > hits
-    }, 5_000, 'a duplicate answered from Redis again')
+    await waitFor(
+      async () => {
+        const hits = queue.cacheOutcomes.get('hit')
+        await add(key, 'probe')
+        return queue.cacheOutcomes.get('hit') > hits
+      },
+      5_000,
+      'a duplicate answered from Redis again',
+    )
   }
 
   /** The PostgreSQL backend of this process's cache listener. */
   async function listenerPid(): Promise<number> {
-    const { rows } = await db.pool.query<{ pid: number }>('select pid from pg_stat_activity where application_name = $1',
-      [`pgonce-cache ${db.schema} ${process.pid}`])
+    const { rows } = await db.pool.query<{ pid: number }>(
+      'select pid from pg_stat_activity where application_name = $1',
+      [`pgonce-cache ${db.schema} ${process.pid}`],
+    )
     expect(rows).toHaveLength(1)
     return (rows[0] as { pid: number }).pid
   }
@@ -87,7 +108,7 @@ describe.skipIf(!ok)('a frozen cache listener', () => {
    */
   async function staleAnswers(key: string, ownerId: string, since: number, expectId?: string): Promise<number[]> {
     const stale: number[] = []
-    for (const deadline = performance.now() + 2_000; ; ) {
+    for (const deadline = performance.now() + 2_000; ;) {
       const started = performance.now()
       const answer = await add(key, 'again')
       if (answer.id !== ownerId) {
@@ -101,7 +122,11 @@ describe.skipIf(!ok)('a frozen cache listener', () => {
   }
 
   /** What the process without redis does to end the key's fact, and the job that stands for the key after it (if any). */
-  async function endWithoutRedis(end: (typeof ENDS)[number], key: string, ownerId: string): Promise<string | undefined> {
+  async function endWithoutRedis(
+    end: (typeof ENDS)[number],
+    key: string,
+    ownerId: string,
+  ): Promise<string | undefined> {
     switch (end) {
       case 'remove':
         expect(await withoutRedis.send({ op: 'remove', key })).toBe(true)
@@ -114,8 +139,18 @@ describe.skipIf(!ok)('a frozen cache listener', () => {
       case 'extend': {
         // Shortened to 1 ms: once that has passed by the database clock, the key is not held.
         await withoutRedis.send({ op: 'add', key, ttl: 1, extend: true, v: 'x' })
-        await waitFor(async () => (await db.pool.query(`select not exists (select 1 from "${db.schema}".dedup_keys
-          where queue = $1 and key = $2 and expires_at > clock_timestamp()) as gone`, [QUEUE, key])).rows[0].gone === true, 1_000, 'the key to expire')
+        await waitFor(
+          async () =>
+            (
+              await db.pool.query(
+                `select not exists (select 1 from "${db.schema}".dedup_keys
+          where queue = $1 and key = $2 and expires_at > clock_timestamp()) as gone`,
+                [QUEUE, key],
+              )
+            ).rows[0].gone === true,
+          1_000,
+          'the key to expire',
+        )
         return undefined
       }
     }
@@ -128,7 +163,11 @@ describe.skipIf(!ok)('a frozen cache listener', () => {
     const unsynced = queue.cacheOutcomes.get('unsynced')
     for (let round = 0; round < FREEZES; round++) {
       const keys = { sql: `sql:${round}`, call: `call:${round}`, plain: `plain:${round}` }
-      const [bySql, byCall, byPlain] = await Promise.all([cachedKey(keys.sql), cachedKey(keys.call), cachedKey(keys.plain)])
+      const [bySql, byCall, byPlain] = await Promise.all([
+        cachedKey(keys.sql),
+        cachedKey(keys.call),
+        cachedKey(keys.plain),
+      ])
       if (bySql.hit && byCall.hit && byPlain.hit) hits++
       const pid = await listenerPid()
       process.kill(pid, 'SIGSTOP')
@@ -144,7 +183,11 @@ describe.skipIf(!ok)('a frozen cache listener', () => {
             staleAfterReturn += (await staleAnswers(keys.call, byCall.ownerId, performance.now())).length
           })(),
           (async () => {
-            const standing = await endWithoutRedis(ENDS[round % ENDS.length] as (typeof ENDS)[number], keys.plain, byPlain.ownerId)
+            const standing = await endWithoutRedis(
+              ENDS[round % ENDS.length] as (typeof ENDS)[number],
+              keys.plain,
+              byPlain.ownerId,
+            )
             staleAfterReturn += (await staleAnswers(keys.plain, byPlain.ownerId, performance.now(), standing)).length
           })(),
         ])
@@ -162,11 +205,19 @@ describe.skipIf(!ok)('a frozen cache listener', () => {
   })
 
   it('a backend frozen for good is replaced: the cache answers again from a new session, and close() does not wait for it', async () => {
-    const sessions = async (): Promise<number[]> => (await db.pool.query<{ pid: number }>(
-      'select pid from pg_stat_activity where application_name = $1', [`pgonce-cache ${db.schema} ${process.pid}`])).rows.map((r) => r.pid)
+    const sessions = async (): Promise<number[]> =>
+      (
+        await db.pool.query<{ pid: number }>('select pid from pg_stat_activity where application_name = $1', [
+          `pgonce-cache ${db.schema} ${process.pid}`,
+        ])
+      ).rows.map((r) => r.pid)
     const newSession = async (known: number[]): Promise<number> => {
       let found: number | undefined
-      await waitFor(async () => (found = (await sessions()).find((pid) => !known.includes(pid))) !== undefined, 10_000, 'a new listener session')
+      await waitFor(
+        async () => (found = (await sessions()).find((pid) => !known.includes(pid))) !== undefined,
+        10_000,
+        'a new listener session',
+      )
       return found as number
     }
     await untilAnsweredFromRedis('before-freeze')
@@ -177,7 +228,13 @@ describe.skipIf(!ok)('a frozen cache listener', () => {
       const replacement = await newSession([frozen])
       await untilAnsweredFromRedis('after-replace')
 
-      const other = new Queue<Payload>(QUEUE, { connectionString: db.url, schema: db.schema, redis: REDIS_URL, migrate: false, poolSize: 2 })
+      const other = new Queue<Payload>(QUEUE, {
+        connectionString: db.url,
+        schema: db.schema,
+        redis: REDIS_URL,
+        migrate: false,
+        poolSize: 2,
+      })
       await other.add('push', { v: 'o' }, { deduplication: { id: 'other', ttl: TTL } })
       const others = await newSession([frozen, replacement])
       process.kill(others, 'SIGSTOP')

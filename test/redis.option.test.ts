@@ -11,7 +11,9 @@ import { type TestSchema, freshSchema } from './helpers/schema.js'
 const ok = await redisAvailable('redis.option.test.ts', { needsServerBinary: true })
 
 /** A resolve hook that refuses 'ioredis', as if the optional peer dependency were not installed. */
-const NO_IOREDIS = 'data:text/javascript,' + encodeURIComponent(`import { register } from 'node:module';
+const NO_IOREDIS =
+  'data:text/javascript,' +
+  encodeURIComponent(`import { register } from 'node:module';
 register('data:text/javascript,' + encodeURIComponent(
   'export async function resolve(s, c, next) { if (s === "ioredis" || s.startsWith("ioredis/")) '
   + '{ const e = new Error("Cannot find package \\'ioredis\\'"); e.code = "ERR_MODULE_NOT_FOUND"; throw e } return next(s, c) }'));`)
@@ -49,7 +51,7 @@ describe.skipIf(!ok)('the redis option', () => {
 
   /** The connections the private Redis has, by whether pgonce opened them (its clients are named 'pgonce'). */
   async function pgonceClients(): Promise<number> {
-    const list = await redis.admin.client('LIST') as string
+    const list = (await redis.admin.client('LIST')) as string
     return list.split('\n').filter((l) => / name=pgonce /.test(` ${l} `)).length
   }
 
@@ -82,11 +84,15 @@ describe.skipIf(!ok)('the redis option', () => {
   })
 
   it('without it ioredis is never imported; with a URL and no ioredis installed, the first call says what is missing', async () => {
-    const child = spawn(process.execPath, ['--import', NO_IOREDIS, '--import', 'tsx', 'test/helpers/children/redis-no-ioredis.ts'], {
-      cwd: new URL('..', import.meta.url).pathname,
-      env: { ...process.env, PGONCE_URL: db.url, PGONCE_SCHEMA: db.schema },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    })
+    const child = spawn(
+      process.execPath,
+      ['--import', NO_IOREDIS, '--import', 'tsx', 'test/helpers/children/redis-no-ioredis.ts'],
+      {
+        cwd: new URL('..', import.meta.url).pathname,
+        env: { ...process.env, PGONCE_URL: db.url, PGONCE_SCHEMA: db.schema },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    )
     let out = ''
     child.stdout.on('data', (c: Buffer) => (out += c.toString()))
     child.stderr.on('data', (c: Buffer) => (out += c.toString()))

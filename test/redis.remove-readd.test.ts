@@ -6,7 +6,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { Queue, Worker } from '../src/index.js'
 import { waitForState } from './helpers/jobs.js'
 import {
-  type QueueChild, REDIS_URL, busyChild, deleteSchemaKeys, redisAvailable, spawnQueueChild, testClient, untilCached,
+  type QueueChild,
+  REDIS_URL,
+  busyChild,
+  deleteSchemaKeys,
+  redisAvailable,
+  spawnQueueChild,
+  testClient,
+  untilCached,
 } from './helpers/redis-support.js'
 import { type TestSchema, freshSchema } from './helpers/schema.js'
 
@@ -36,13 +43,31 @@ describe.skipIf(!ok)('a cached key removed, then added again at once', () => {
     // Few connections each: the test server is shared (max_connections).
     sql = new pg.Pool({ connectionString: db.url, max: 2 })
     redis = testClient(REDIS_URL as string)
-    lanes = Array.from({ length: LANES }, () =>
-      new Queue<Payload>(QUEUE, { connectionString: db.url, schema: db.schema, redis: REDIS_URL, migrate: false, poolSize: 2 }))
+    lanes = Array.from(
+      { length: LANES },
+      () =>
+        new Queue<Payload>(QUEUE, {
+          connectionString: db.url,
+          schema: db.schema,
+          redis: REDIS_URL,
+          migrate: false,
+          poolSize: 2,
+        }),
+    )
     worker = new Worker<Payload>(QUEUE, async () => {}, {
-      connectionString: db.url, schema: db.schema, concurrency: 4, poolSize: 3, pollIntervalMs: 100, maintenanceIntervalMs: 0, migrate: false,
+      connectionString: db.url,
+      schema: db.schema,
+      concurrency: 4,
+      poolSize: 3,
+      pollIntervalMs: 100,
+      maintenanceIntervalMs: 0,
+      migrate: false,
     })
     const env = { PGONCE_URL: db.url, PGONCE_SCHEMA: db.schema, QUEUE }
-    ;[withRedis, withoutRedis] = await Promise.all([spawnQueueChild({ ...env, CHILD_REDIS_URL: REDIS_URL }), spawnQueueChild(env)])
+    ;[withRedis, withoutRedis] = await Promise.all([
+      spawnQueueChild({ ...env, CHILD_REDIS_URL: REDIS_URL }),
+      spawnQueueChild(env),
+    ])
     await Promise.all([withRedis.send({ op: 'ping' }), withoutRedis.send({ op: 'ping' })])
     load = busyChild()
   })
@@ -60,18 +85,23 @@ describe.skipIf(!ok)('a cached key removed, then added again at once', () => {
     await db?.drop()
   })
 
-  const add = (q: Queue<Payload>, key: string, v: string) => q.add('push', { v }, { deduplication: { id: key, ttl: TTL } })
+  const add = (q: Queue<Payload>, key: string, v: string) =>
+    q.add('push', { v }, { deduplication: { id: key, ttl: TTL } })
 
   /** ROUNDS keys of `label`, each held with a TTL by an owner the worker completed, added by the lane that will use it. */
   async function completedOwners(label: string): Promise<string[]> {
-    const owners = await Promise.all(Array.from({ length: ROUNDS }, (_, i) => add(lanes[i % LANES] as Queue<Payload>, `${label}:${i}`, 'owner')))
+    const owners = await Promise.all(
+      Array.from({ length: ROUNDS }, (_, i) => add(lanes[i % LANES] as Queue<Payload>, `${label}:${i}`, 'owner')),
+    )
     await Promise.all(owners.map((o) => waitForState(db, o.id, 'completed')))
     return owners.map((o) => o.id)
   }
 
   /** Makes the key's duplicates answered from Redis; true if one more duplicate then was (the lane's cache is trusted). */
   async function cached(q: Queue<Payload>, key: string, ownerId: string): Promise<boolean> {
-    await untilCached(redis, db.pool, db.schema, QUEUE, key, async () => expect((await add(q, key, 'dup')).id).toBe(ownerId))
+    await untilCached(redis, db.pool, db.schema, QUEUE, key, async () =>
+      expect((await add(q, key, 'dup')).id).toBe(ownerId),
+    )
     const hits = q.cacheOutcomes.get('hit')
     expect((await add(q, key, 'dup')).id).toBe(ownerId)
     return q.cacheOutcomes.get('hit') > hits
@@ -81,18 +111,23 @@ describe.skipIf(!ok)('a cached key removed, then added again at once', () => {
    * ROUNDS rounds over the lanes: a completed owner's key answered from Redis, `remove`, then at once the same add,
    * handed to `check` with the owner's id and the moment `remove` returned.
    */
-  async function rounds(label: string, remove: (key: string) => Promise<unknown>,
-    check: (q: Queue<Payload>, key: string, ownerId: string, removedAt: number) => Promise<void>): Promise<void> {
+  async function rounds(
+    label: string,
+    remove: (key: string) => Promise<unknown>,
+    check: (q: Queue<Payload>, key: string, ownerId: string, removedAt: number) => Promise<void>,
+  ): Promise<void> {
     const owners = await completedOwners(label)
     let hits = 0
-    await Promise.all(lanes.map(async (q, lane) => {
-      for (let i = lane; i < ROUNDS; i += LANES) {
-        const key = `${label}:${i}`
-        if (await cached(q, key, owners[i] as string)) hits++
-        await remove(key)
-        await check(q, key, owners[i] as string, performance.now())
-      }
-    }))
+    await Promise.all(
+      lanes.map(async (q, lane) => {
+        for (let i = lane; i < ROUNDS; i += LANES) {
+          const key = `${label}:${i}`
+          if (await cached(q, key, owners[i] as string)) hits++
+          await remove(key)
+          await check(q, key, owners[i] as string, performance.now())
+        }
+      }),
+    )
     // Most rounds had the key answered from Redis just before its removal, or the test would prove little.
     expect(hits).toBeGreaterThanOrEqual(ROUNDS * 0.8)
   }
@@ -123,7 +158,9 @@ describe.skipIf(!ok)('a cached key removed, then added again at once', () => {
   it('removed by a bare SQL DELETE: stale answers only from calls started within the lease after its commit', async () => {
     let stale = 0
     let latestMs = 0
-    await rounds('sql-delete', (key) => sql.query(`delete from "${db.schema}".dedup_keys where queue = $1 and key = $2`, [QUEUE, key]),
+    await rounds(
+      'sql-delete',
+      (key) => sql.query(`delete from "${db.schema}".dedup_keys where queue = $1 and key = $2`, [QUEUE, key]),
       async (q, key, ownerId, committed) => {
         for (;;) {
           const started = performance.now()
@@ -131,7 +168,10 @@ describe.skipIf(!ok)('a cached key removed, then added again at once', () => {
           stale++
           latestMs = Math.max(latestMs, started - committed)
         }
-      })
-    expect(latestMs, `${stale} stale answers, the latest ${latestMs.toFixed(1)} ms after the commit`).toBeLessThan(LEASE_MS)
+      },
+    )
+    expect(latestMs, `${stale} stale answers, the latest ${latestMs.toFixed(1)} ms after the commit`).toBeLessThan(
+      LEASE_MS,
+    )
   })
 })

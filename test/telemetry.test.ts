@@ -5,7 +5,12 @@ import { context, metrics, propagation, trace } from '@opentelemetry/api'
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks'
 import { W3CTraceContextPropagator } from '@opentelemetry/core'
 import { type DataPoint, type Histogram, MeterProvider, MetricReader } from '@opentelemetry/sdk-metrics'
-import { BasicTracerProvider, InMemorySpanExporter, type ReadableSpan, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base'
+import {
+  BasicTracerProvider,
+  InMemorySpanExporter,
+  type ReadableSpan,
+  SimpleSpanProcessor,
+} from '@opentelemetry/sdk-trace-base'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { Effects, Queue, Worker, runMaintenance } from '../src/index.js'
 import { type TestSchema, freshSchema } from './helpers/schema.js'
@@ -52,14 +57,18 @@ async function points(name: string): Promise<Map<string, DataPoint<unknown>>> {
       if (m.descriptor.name !== name) continue
       for (const p of m.dataPoints as DataPoint<unknown>[]) {
         const a = p.attributes
-        out.set([a['pgonce.queue'] ?? a['pgonce.schema'], a['pgonce.outcome']].filter((v) => v !== undefined).join('/'), p)
+        out.set(
+          [a['pgonce.queue'] ?? a['pgonce.schema'], a['pgonce.outcome']].filter((v) => v !== undefined).join('/'),
+          p,
+        )
       }
     }
   }
   return out
 }
 const sumOf = async (name: string, key: string) => ((await points(name)).get(key)?.value as number | undefined) ?? 0
-const countOf = async (name: string, key: string) => ((await points(name)).get(key)?.value as Histogram | undefined)?.count ?? 0
+const countOf = async (name: string, key: string) =>
+  ((await points(name)).get(key)?.value as Histogram | undefined)?.count ?? 0
 
 const finished = (name: string): ReadableSpan[] => spans.getFinishedSpans().filter((s) => s.name === name)
 const parentOf = (s: ReadableSpan) => s.parentSpanContext?.spanId
@@ -68,14 +77,18 @@ describe('traces', () => {
   it("the worker's span continues the producer's trace: add inside a request's span, run as that add's child", async () => {
     const queue = new Queue<{ n: number }>('traced', opts())
     const inHandler: string[] = []
-    const worker = new Worker<{ n: number }>('traced', async (job) => {
-      // The run's span is active in the handler: a span the handler starts is its child.
-      trace.getTracer('app').startActiveSpan('send push', (s) => {
-        inHandler.push(s.spanContext().traceId)
-        s.end()
-      })
-      if (job.data.n === 2) throw new Error('boom')
-    }, workerOpts())
+    const worker = new Worker<{ n: number }>(
+      'traced',
+      async (job) => {
+        // The run's span is active in the handler: a span the handler starts is its child.
+        trace.getTracer('app').startActiveSpan('send push', (s) => {
+          inHandler.push(s.spanContext().traceId)
+          s.end()
+        })
+        if (job.data.n === 2) throw new Error('boom')
+      },
+      workerOpts(),
+    )
     try {
       const request = trace.getTracer('app').startSpan('POST /comments')
       const [one, two] = await context.with(trace.setSpan(context.active(), request), async () => [
@@ -85,7 +98,11 @@ describe('traces', () => {
       request.end()
       await waitForState(db, one!.id, 'completed')
       await waitForState(db, two!.id, 'failed')
-      await waitFor(() => finished('process traced').length === 2 && finished('send push').length === 2, 5_000, 'the run spans')
+      await waitFor(
+        () => finished('process traced').length === 2 && finished('send push').length === 2,
+        5_000,
+        'the run spans',
+      )
 
       const traceId = request.spanContext().traceId
       const adds = finished('add traced')
@@ -104,7 +121,8 @@ describe('traces', () => {
       expect(failedRun.status.code).toBe(2) // SpanStatusCode.ERROR
       expect(failedRun.events.map((e) => e.name)).toContain('exception')
       expect(runs.find((r) => r.attributes['pgonce.job.id'] === one!.id)!.status.code).not.toBe(2)
-      for (const child of finished('send push')) expect(runs.map((r) => r.spanContext().spanId)).toContain(parentOf(child))
+      for (const child of finished('send push'))
+        expect(runs.map((r) => r.spanContext().spanId)).toContain(parentOf(child))
       expect(inHandler).toEqual([traceId, traceId])
     } finally {
       await worker.close()
@@ -117,7 +135,11 @@ describe('traces', () => {
     const worker = new Worker('bulk-traced', async () => {}, workerOpts())
     try {
       const jobs = await trace.getTracer('app').startActiveSpan('import', async (s) => {
-        const added = await queue.addBulk([{ name: 'a', data: {} }, { name: 'b', data: {} }, { name: 'c', data: {} }])
+        const added = await queue.addBulk([
+          { name: 'a', data: {} },
+          { name: 'b', data: {} },
+          { name: 'c', data: {} },
+        ])
         s.end()
         return added
       })
@@ -146,16 +168,22 @@ describe('metrics', () => {
     const queue = new Queue<{ fail?: boolean }>(q, opts())
     let release!: () => void
     const gate = new Promise<void>((r) => (release = r))
-    const worker = new Worker<{ fail?: boolean; hold?: boolean }>(q, async (job, ctx) => {
-      if (job.data.hold) await gate
-      await ctx.effect(`metered:${job.name}`, async () => {})
-      if (job.data.fail) throw new Error('no')
-    }, { ...workerOpts(), concurrency: 4 })
+    const worker = new Worker<{ fail?: boolean; hold?: boolean }>(
+      q,
+      async (job, ctx) => {
+        if (job.data.hold) await gate
+        await ctx.effect(`metered:${job.name}`, async () => {})
+        if (job.data.fail) throw new Error('no')
+      },
+      { ...workerOpts(), concurrency: 4 },
+    )
     try {
       const ok = await queue.add('same', {}, { deduplication: { id: 'mk', ttl: 60_000 } })
       expect((await queue.add('same', {}, { deduplication: { id: 'mk', ttl: 60_000 } })).deduplicated).toBe(true)
       const retried = await queue.add('r', { fail: true }, { attempts: 2 })
-      await expect(queue.add('x', {}, { dependsOn: ['999999999'] })).rejects.toMatchObject({ code: 'DEPENDENCY_NOT_FOUND' })
+      await expect(queue.add('x', {}, { dependsOn: ['999999999'] })).rejects.toMatchObject({
+        code: 'DEPENDENCY_NOT_FOUND',
+      })
       const held = await queue.add('held', { hold: true } as never)
       await waitForState(db, ok.id, 'completed')
       await waitForState(db, retried.id, 'failed')
@@ -205,8 +233,11 @@ describe('metrics', () => {
 
     // A crashed worker's job, rescued by housekeeping: counted by schema.
     const lost = await new Queue('rescued', opts()).add('l', {}, { attempts: 3 })
-    await db.pool.query(`update "${db.schema}".jobs set state = 'active', attempts = 1, lock_token = gen_random_uuid(),
-      locked_until = now() - interval '1 second' where id = $1`, [lost.id])
+    await db.pool.query(
+      `update "${db.schema}".jobs set state = 'active', attempts = 1, lock_token = gen_random_uuid(),
+      locked_until = now() - interval '1 second' where id = $1`,
+      [lost.id],
+    )
     expect(await runMaintenance({ connectionString: db.url, schema: db.schema })).toMatchObject({ rescued: 1 })
     expect(await sumOf('pgonce.jobs.rescued', db.schema)).toBe(1)
   })

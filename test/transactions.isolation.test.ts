@@ -19,7 +19,7 @@ afterAll(async () => {
 it.each([
   ['a jobId', (n: number) => ({ jobId: `rr-job-${n}` })],
   ['a dedup key', (n: number) => ({ deduplication: { id: `rr-key-${n}`, ttl: 60_000 } })],
-])('%s committed after the caller\'s snapshot: SQLSTATE 40001 within a second', async (_, opts) => {
+])("%s committed after the caller's snapshot: SQLSTATE 40001 within a second", async (_, opts) => {
   const n = Math.floor(Math.random() * 1e9)
   const client = await db.pool.connect()
   try {

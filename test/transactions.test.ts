@@ -27,7 +27,8 @@ async function committedRows(name: string): Promise<number> {
   return rows[0].n
 }
 
-const TX_CONTROL = /^\s*(begin|start\s+transaction|commit|end|rollback|abort|savepoint|release|prepare\s+transaction)\b/i
+const TX_CONTROL =
+  /^\s*(begin|start\s+transaction|commit|end|rollback|abort|savepoint|release|prepare\s+transaction)\b/i
 
 /** Records the text of every statement sent on a pg client. */
 function recordStatements(client: pg.ClientBase): string[] {
@@ -41,7 +42,7 @@ function recordStatements(client: pg.ClientBase): string[] {
   return sent
 }
 
-describe('add inside the caller\'s transaction', () => {
+describe("add inside the caller's transaction", () => {
   for (const outcome of ['rollback', 'commit'] as const) {
     it(`pg PoolClient inside BEGIN: visible only inside before commit; ${outcome}`, async () => {
       const name = `poolclient-${outcome}`
@@ -50,7 +51,13 @@ describe('add inside the caller\'s transaction', () => {
         await client.query('begin')
         const sent = recordStatements(client)
         const job = await queue.add(name, { n: 1 }, { tx: client, jobId: name })
-        const bulk = await queue.addBulk([{ name, data: { n: 2 } }, { name, data: { n: 3 } }], { tx: client })
+        const bulk = await queue.addBulk(
+          [
+            { name, data: { n: 2 } },
+            { name, data: { n: 3 } },
+          ],
+          { tx: client },
+        )
         expect(sent.filter((s) => TX_CONTROL.test(s))).toEqual([])
         expect(sent).toHaveLength(2)
         const inside = await client.query(`select count(*)::int as n from "${db.schema}".jobs where name = $1`, [name])
@@ -60,7 +67,9 @@ describe('add inside the caller\'s transaction', () => {
         const expected = outcome === 'commit' ? 3 : 0
         expect(await committedRows(name)).toBe(expected)
         expect((await queue.getJob(job.id))?.id).toBe(outcome === 'commit' ? job.id : undefined)
-        expect(await queue.getJobByCustomId(name)).toEqual(outcome === 'commit' ? expect.objectContaining({ id: job.id }) : null)
+        expect(await queue.getJobByCustomId(name)).toEqual(
+          outcome === 'commit' ? expect.objectContaining({ id: job.id }) : null,
+        )
         expect(bulk).toHaveLength(2)
       } finally {
         client.release()
@@ -92,7 +101,8 @@ describe('add inside the caller\'s transaction', () => {
         await queue.add(name, { n: 1 }, { tx: trx, deduplication: { id: name } })
         await queue.addBulk([{ name, data: { n: 2 } }], { tx: trx })
         const { rows } = await trx.executeQuery<{ n: number }>(
-          CompiledQuery.raw(`select count(*)::int as n from "${db.schema}".jobs where name = $1`, [name]))
+          CompiledQuery.raw(`select count(*)::int as n from "${db.schema}".jobs where name = $1`, [name]),
+        )
         insideCount = rows[0]?.n ?? -1
         expect(await committedRows(name)).toBe(0)
         if (outcome === 'rollback') throw new Error('roll it back')
@@ -101,7 +111,9 @@ describe('add inside the caller\'s transaction', () => {
       else await run
       expect(insideCount).toBe(2)
       expect(await committedRows(name)).toBe(outcome === 'commit' ? 2 : 0)
-      const { rows } = await db.pool.query(`select count(*)::int as n from "${db.schema}".dedup_keys where key = $1`, [name])
+      const { rows } = await db.pool.query(`select count(*)::int as n from "${db.schema}".dedup_keys where key = $1`, [
+        name,
+      ])
       expect(rows[0].n).toBe(outcome === 'commit' ? 1 : 0)
     })
   }
@@ -112,14 +124,15 @@ describe('add inside the caller\'s transaction', () => {
     expect((await queue.getJob(job.id))?.name).toBe('kysely-instance')
   })
 
-  it('a rejected add (EXTEND_NOT_PENDING) inside the caller\'s transaction leaves it usable', async () => {
+  it("a rejected add (EXTEND_NOT_PENDING) inside the caller's transaction leaves it usable", async () => {
     const owner = await queue.add('extend-owner', { n: 1 }, { deduplication: { id: 'tx-extend', ttl: 60_000 } })
     await db.pool.query(`update "${db.schema}".jobs set state = 'active' where id = $1`, [owner.id])
     const client = await db.pool.connect()
     try {
       await client.query('begin')
       await queue.add('before', { n: 1 }, { tx: client })
-      const err = await queue.add('extend-try', { n: 2 }, { tx: client, deduplication: { id: 'tx-extend', ttl: 60_000, extend: true } })
+      const err = await queue
+        .add('extend-try', { n: 2 }, { tx: client, deduplication: { id: 'tx-extend', ttl: 60_000, extend: true } })
         .catch((e: unknown) => e)
       expect(err).toBeInstanceOf(DeduplicationError)
       expect(err).toMatchObject({ code: 'EXTEND_NOT_PENDING', ownerId: owner.id, key: 'tx-extend' })

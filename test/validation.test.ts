@@ -112,15 +112,43 @@ describe('validation', () => {
       await rejects((q) => q.add('n', {}, { backoff: { type: 'fixed', delay: v } }), code, 'opts.backoff.delay')
     }
     await rejects((q) => q.add('n', {}, { attempts: 0 }), 'OUT_OF_RANGE', 'opts.attempts')
-    await rejects((q) => q.add('n', {}, { deduplication: { id: 'k', ttl: 0 } }), 'OUT_OF_RANGE', 'opts.deduplication.ttl')
+    await rejects(
+      (q) => q.add('n', {}, { deduplication: { id: 'k', ttl: 0 } }),
+      'OUT_OF_RANGE',
+      'opts.deduplication.ttl',
+    )
     await rejects((q) => q.add('n', {}, { delay: 2 ** 53 }), 'OUT_OF_RANGE', 'opts.delay')
     await rejects((q) => q.add('n', {}, { priority: 2 ** 31 }), 'OUT_OF_RANGE', 'opts.priority')
-    await rejects((q) => q.add('n', {}, { backoff: { type: 'linear' as never, delay: 1 } }), 'INVALID_TYPE', 'opts.backoff.type')
-    await rejects((q) => q.add('n', {}, { backoff: { type: 'exponential', delay: 1, jitter: 1.5 } }), 'OUT_OF_RANGE', 'opts.backoff.jitter')
-    await rejects((q) => q.add('n', {}, { backoff: { type: 'exponential', delay: 1, jitter: Number.NaN } }), 'OUT_OF_RANGE', 'opts.backoff.jitter')
-    await rejects((q) => q.add('n', {}, { deduplication: { id: 'k', extend: true } }), 'REQUIRED', 'opts.deduplication.ttl')
-    await rejects((q) => q.add('n', {}, { deduplication: { id: 'k', ttl: 5, extend: 'yes' as never } }), 'INVALID_TYPE', 'opts.deduplication.extend')
-    await rejects((q) => q.add('n', {}, { deduplication: { id: 'k', replace: 1 as never } }), 'INVALID_TYPE', 'opts.deduplication.replace')
+    await rejects(
+      (q) => q.add('n', {}, { backoff: { type: 'linear' as never, delay: 1 } }),
+      'INVALID_TYPE',
+      'opts.backoff.type',
+    )
+    await rejects(
+      (q) => q.add('n', {}, { backoff: { type: 'exponential', delay: 1, jitter: 1.5 } }),
+      'OUT_OF_RANGE',
+      'opts.backoff.jitter',
+    )
+    await rejects(
+      (q) => q.add('n', {}, { backoff: { type: 'exponential', delay: 1, jitter: Number.NaN } }),
+      'OUT_OF_RANGE',
+      'opts.backoff.jitter',
+    )
+    await rejects(
+      (q) => q.add('n', {}, { deduplication: { id: 'k', extend: true } }),
+      'REQUIRED',
+      'opts.deduplication.ttl',
+    )
+    await rejects(
+      (q) => q.add('n', {}, { deduplication: { id: 'k', ttl: 5, extend: 'yes' as never } }),
+      'INVALID_TYPE',
+      'opts.deduplication.extend',
+    )
+    await rejects(
+      (q) => q.add('n', {}, { deduplication: { id: 'k', replace: 1 as never } }),
+      'INVALID_TYPE',
+      'opts.deduplication.replace',
+    )
     await rejects((q) => q.add('n', {}, { deduplication: 'k' as never }), 'INVALID_TYPE', 'opts.deduplication')
     await rejects((q) => q.add('n', {}, { dependsOn: '1' as never }), 'INVALID_TYPE', 'opts.dependsOn')
     await rejects((q) => q.add('n', {}, { dependsOn: ['1', 'abc'] }), 'INVALID_TYPE', 'opts.dependsOn[1]')
@@ -159,18 +187,29 @@ describe('validation', () => {
     ]
     for (const [data, code, field] of cases) {
       await rejects((q) => q.add('n', data), code, field)
-      await rejects((q) => q.addBulk([{ name: 'ok', data: {} }, { name: 'n', data }]), code, `items[1].${field}`)
+      await rejects(
+        (q) =>
+          q.addBulk([
+            { name: 'ok', data: {} },
+            { name: 'n', data },
+          ]),
+        code,
+        `items[1].${field}`,
+      )
     }
     // Just under the limit in bytes is accepted, and so is exactly the limit (the early size check never counts more).
     const fits = await live.add('fits', { s: 'é'.repeat(45) })
     expect(fits.data).toEqual({ s: 'é'.repeat(45) })
-    for (const exact of [{ s: 'x'.repeat(92) }, { a: [true, false, null, 1, 'x', [], {}, ...Array(29).fill(0)], k: {} }]) {
+    for (const exact of [
+      { s: 'x'.repeat(92) },
+      { a: [true, false, null, 1, 'x', [], {}, ...Array(29).fill(0)], k: {} },
+    ]) {
       expect(Buffer.byteLength(JSON.stringify(exact))).toBe(100)
       expect((await live.add('exact', exact)).data).toEqual(exact)
     }
   })
 
-  it('data undefined as a whole is stored as {} (add, addBulk, a scheduler\'s tick); undefined inside it is NOT_JSON', async () => {
+  it("data undefined as a whole is stored as {} (add, addBulk, a scheduler's tick); undefined inside it is NOT_JSON", async () => {
     const single = await live.add('none', undefined)
     const [bulk] = await live.addBulk([{ name: 'none', data: undefined }])
     await live.upsertJobScheduler('no-data', { every: 60_000 }, { name: 'tick' })
@@ -178,8 +217,10 @@ describe('validation', () => {
     await live.removeJobScheduler('no-data')
     const nulled = await live.add('null', null)
     expect([single?.data, bulk?.data, template?.template.data, nulled.data]).toEqual([{}, {}, {}, null])
-    const { rows } = await db.pool.query(`select id, data from "${db.schema}".jobs where id = any($1::bigint[]) order by id`,
-      [[single?.id, bulk?.id, nulled.id]])
+    const { rows } = await db.pool.query(
+      `select id, data from "${db.schema}".jobs where id = any($1::bigint[]) order by id`,
+      [[single?.id, bulk?.id, nulled.id]],
+    )
     expect(rows.map((r) => r.data)).toEqual([{}, {}, null])
     await rejects((q) => q.add('n', { a: undefined }), 'NOT_JSON', 'data.a')
   })
@@ -198,22 +239,42 @@ describe('validation', () => {
         return Reflect.get(t, key, receiver)
       },
     })
-    await expect(wide.add('n', counted)).rejects.toMatchObject({ name: 'ValidationError', code: 'TOO_LARGE', field: 'data' })
+    await expect(wide.add('n', counted)).rejects.toMatchObject({
+      name: 'ValidationError',
+      code: 'TOO_LARGE',
+      field: 'data',
+    })
     // 1 MiB of JSON holds fewer than 2^20 / 5 of these entries: a check that stops at the limit reads no more.
     expect(reads).toBeLessThan(2 ** 20 / 5)
     // An array of 2,000,000 items is rejected before its first item is read.
     const items = Array.from({ length: 2_000_000 }, (_, i) => i)
     const started = performance.now()
-    await expect(wide.add('n', items)).rejects.toMatchObject({ name: 'ValidationError', code: 'TOO_LARGE', field: 'data' })
+    await expect(wide.add('n', items)).rejects.toMatchObject({
+      name: 'ValidationError',
+      code: 'TOO_LARGE',
+      field: 'data',
+    })
     expect(performance.now() - started).toBeLessThan(100)
   })
 
   it('unknown option keys at every level, and a bad tx', async () => {
     await rejects((q) => q.add('n', {}, { jobid: 'typo' } as never), 'UNKNOWN_OPTION', 'opts.jobid')
-    await rejects((q) => q.add('n', {}, { deduplication: { id: 'k', tll: 5 } } as never), 'UNKNOWN_OPTION', 'opts.deduplication.tll')
-    await rejects((q) => q.add('n', {}, { backoff: { type: 'fixed', delay: 1, jiter: 0.1 } } as never), 'UNKNOWN_OPTION', 'opts.backoff.jiter')
+    await rejects(
+      (q) => q.add('n', {}, { deduplication: { id: 'k', tll: 5 } } as never),
+      'UNKNOWN_OPTION',
+      'opts.deduplication.tll',
+    )
+    await rejects(
+      (q) => q.add('n', {}, { backoff: { type: 'fixed', delay: 1, jiter: 0.1 } } as never),
+      'UNKNOWN_OPTION',
+      'opts.backoff.jiter',
+    )
     await rejects((q) => q.add('n', {}, 'opts' as never), 'INVALID_TYPE', 'opts')
-    await rejects((q) => q.addBulk([{ name: 'n', data: {}, opts: { atempts: 2 } } as never]), 'UNKNOWN_OPTION', 'items[0].opts.atempts')
+    await rejects(
+      (q) => q.addBulk([{ name: 'n', data: {}, opts: { atempts: 2 } } as never]),
+      'UNKNOWN_OPTION',
+      'items[0].opts.atempts',
+    )
     await rejects((q) => q.addBulk([{ name: 'n', data: {}, delay: 5 } as never]), 'UNKNOWN_OPTION', 'items[0].delay')
     await rejects((q) => q.addBulk([{ name: 'n', data: {} }], { txn: null } as never), 'UNKNOWN_OPTION', 'options.txn')
     for (const tx of [{}, 'client', 42, null, { query: 'select 1' }]) {
@@ -231,7 +292,11 @@ describe('validation', () => {
       [construct('q', { connectionString: cs, schema: 'Public' }), 'INVALID_IDENTIFIER', 'options.schema'],
       [construct('q', { connectionString: cs, schema: 'pg_catalog' }), 'INVALID_IDENTIFIER', 'options.schema'],
       [construct('q', { connectionString: cs, schema: 'information_schema' }), 'INVALID_IDENTIFIER', 'options.schema'],
-      [construct('q', { connectionString: cs, schema: 'a"; drop schema public; --' }), 'INVALID_IDENTIFIER', 'options.schema'],
+      [
+        construct('q', { connectionString: cs, schema: 'a"; drop schema public; --' }),
+        'INVALID_IDENTIFIER',
+        'options.schema',
+      ],
       [construct('q', { connectionString: cs, schema: '' }), 'INVALID_IDENTIFIER', 'options.schema'],
       [construct('q', { connectionString: cs, schema: 'x'.repeat(49) }), 'INVALID_IDENTIFIER', 'options.schema'],
       [construct('q', { connectionString: cs, schema: 7 }), 'INVALID_IDENTIFIER', 'options.schema'],
@@ -257,8 +322,16 @@ describe('validation', () => {
       [construct('q', { connectionString: cs, logger: { info() {} } }), 'INVALID_TYPE', 'options.logger'],
       [construct('q', { connectionString: cs, connectTimeoutMs: 0 }), 'OUT_OF_RANGE', 'options.connectTimeoutMs'],
       [construct('q', { connectionString: cs, connectTimeoutMs: '5s' }), 'INVALID_TYPE', 'options.connectTimeoutMs'],
-      [construct('q', { connectionString: cs, statementTimeoutMs: 2 ** 31 }), 'OUT_OF_RANGE', 'options.statementTimeoutMs'],
-      [construct('q', { pool: probePool, statementTimeoutMs: 1000 }), 'CONFLICTING_OPTIONS', 'options.statementTimeoutMs'],
+      [
+        construct('q', { connectionString: cs, statementTimeoutMs: 2 ** 31 }),
+        'OUT_OF_RANGE',
+        'options.statementTimeoutMs',
+      ],
+      [
+        construct('q', { pool: probePool, statementTimeoutMs: 1000 }),
+        'CONFLICTING_OPTIONS',
+        'options.statementTimeoutMs',
+      ],
     ]
     for (const [call, code, field] of cases) {
       let err: unknown
@@ -283,9 +356,11 @@ describe('validation', () => {
     }
   })
 
-  it('nothing was sent on the probe queue\'s pool, and its schema was never created', async () => {
+  it("nothing was sent on the probe queue's pool, and its schema was never created", async () => {
     expect(probeIo).toBe(0)
-    const { rows } = await db.pool.query('select count(*)::int as n from pg_namespace where nspname = $1', [neverSchema])
+    const { rows } = await db.pool.query('select count(*)::int as n from pg_namespace where nspname = $1', [
+      neverSchema,
+    ])
     expect(rows[0].n).toBe(0)
   })
 })

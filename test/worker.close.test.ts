@@ -17,7 +17,9 @@ afterAll(async () => {
 
 async function backendsOf(worker: { id: string }): Promise<number> {
   const { rows } = await db.pool.query<{ n: number }>(
-    `select count(*)::int as n from pg_stat_activity where application_name = $1`, [`pgonce-listener ${worker.id}`])
+    `select count(*)::int as n from pg_stat_activity where application_name = $1`,
+    [`pgonce-listener ${worker.id}`],
+  )
   return rows[0]!.n
 }
 
@@ -28,15 +30,27 @@ describe('Worker.close()', () => {
     let release!: () => void
     const gate = new Promise<void>((r) => (release = r))
     let finished = false
-    const worker = new Worker<{ i: number }, string>('close', async (job) => {
-      if (job.id !== slow!.id) throw new Error('only the first job may start')
-      await gate
-      finished = true
-      return 'done'
-    }, { connectionString: db.url, schema: db.schema, concurrency: 1, batchSize: 4, maintenanceIntervalMs: 0, migrate: false })
+    const worker = new Worker<{ i: number }, string>(
+      'close',
+      async (job) => {
+        if (job.id !== slow!.id) throw new Error('only the first job may start')
+        await gate
+        finished = true
+        return 'done'
+      },
+      {
+        connectionString: db.url,
+        schema: db.schema,
+        concurrency: 1,
+        batchSize: 4,
+        maintenanceIntervalMs: 0,
+        migrate: false,
+      },
+    )
     await waitFor(async () => (await storedJob(db, slow!.id)).state === 'active', 10_000, 'the first job to start')
     // A worker claims only what it starts: with its only slot busy, the others stay in the queue for anyone.
-    for (const j of rest) expect(await storedJob(db, j.id)).toMatchObject({ state: 'waiting', attempts: 0, locked_by: null })
+    for (const j of rest)
+      expect(await storedJob(db, j.id)).toMatchObject({ state: 'waiting', attempts: 0, locked_by: null })
     expect(await backendsOf(worker)).toBe(1)
 
     let closed = false
@@ -53,7 +67,13 @@ describe('Worker.close()', () => {
     expect(done).toMatchObject({ state: 'completed', attempts: 1, result: 'done' })
     // The rest were never touched.
     for (const j of rest) {
-      expect(await storedJob(db, j.id)).toMatchObject({ state: 'waiting', attempts: 0, lock_token: null, locked_by: null, started_at: null })
+      expect(await storedJob(db, j.id)).toMatchObject({
+        state: 'waiting',
+        attempts: 0,
+        lock_token: null,
+        locked_by: null,
+        started_at: null,
+      })
     }
     expect(await backendsOf(worker)).toBe(0)
     await queue.close()
@@ -63,12 +83,18 @@ describe('Worker.close()', () => {
     const queue = new Queue('close-timeout', { connectionString: db.url, schema: db.schema, migrate: false })
     const job = await queue.add('stuck', {}, { attempts: 1 })
     let sawAbort = false
-    const worker = new Worker('close-timeout', async (_job, ctx) => {
-      await new Promise<void>((_, reject) => ctx.signal.addEventListener('abort', () => {
-        sawAbort = true
-        reject(ctx.signal.reason as Error)
-      }))
-    }, { connectionString: db.url, schema: db.schema, closeTimeoutMs: 300, maintenanceIntervalMs: 0, migrate: false })
+    const worker = new Worker(
+      'close-timeout',
+      async (_job, ctx) => {
+        await new Promise<void>((_, reject) =>
+          ctx.signal.addEventListener('abort', () => {
+            sawAbort = true
+            reject(ctx.signal.reason as Error)
+          }),
+        )
+      },
+      { connectionString: db.url, schema: db.schema, closeTimeoutMs: 300, maintenanceIntervalMs: 0, migrate: false },
+    )
     await waitFor(async () => (await storedJob(db, job.id)).state === 'active', 10_000, 'the job to start')
     const t0 = Date.now()
     await worker.close()
@@ -81,10 +107,21 @@ describe('Worker.close()', () => {
   it('returns within closeTimeoutMs + statementTimeoutMs + 3 s when a handler ignores ctx.signal inside ctx.transaction; its job waits for the rescue', async () => {
     const queue = new Queue('close-held', { connectionString: db.url, schema: db.schema, migrate: false })
     const job = await queue.add('held', {})
-    const worker = new Worker('close-held', async (_job, ctx) => {
-      // Holds a connection of the worker's pool for good: the pool can never end by itself.
-      await ctx.transaction(() => new Promise(() => {}))
-    }, { connectionString: db.url, schema: db.schema, closeTimeoutMs: 200, statementTimeoutMs: 500, maintenanceIntervalMs: 0, migrate: false })
+    const worker = new Worker(
+      'close-held',
+      async (_job, ctx) => {
+        // Holds a connection of the worker's pool for good: the pool can never end by itself.
+        await ctx.transaction(() => new Promise(() => {}))
+      },
+      {
+        connectionString: db.url,
+        schema: db.schema,
+        closeTimeoutMs: 200,
+        statementTimeoutMs: 500,
+        maintenanceIntervalMs: 0,
+        migrate: false,
+      },
+    )
     worker.on('error', () => {})
     await waitFor(async () => (await storedJob(db, job.id)).state === 'active', 10_000, 'the job to start')
     const t0 = Date.now()

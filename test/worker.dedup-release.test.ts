@@ -18,17 +18,31 @@ afterAll(async () => {
 })
 
 async function keyOwner(key: string): Promise<string | undefined> {
-  const { rows } = await db.pool.query<{ job_id: string }>(`select job_id from "${db.schema}".dedup_keys where queue = 'dedup' and key = $1`, [key])
+  const { rows } = await db.pool.query<{ job_id: string }>(
+    `select job_id from "${db.schema}".dedup_keys where queue = 'dedup' and key = $1`,
+    [key],
+  )
   return rows[0]?.job_id
 }
 
 /** A worker whose handler waits for `gates[data.v]` (if any), then fails when `data.v` starts with 'fail'. */
 function gatedWorker(gates: Map<string, Promise<void>>) {
-  return new Worker<{ v: string }>('dedup', async (job) => {
-    await gates.get(job.data.v)
-    if (job.data.v.startsWith('fail')) throw new Error(job.data.v)
-    return job.data.v
-  }, { connectionString: db.url, schema: db.schema, concurrency: 2, pollIntervalMs: 100, maintenanceIntervalMs: 0, migrate: false })
+  return new Worker<{ v: string }>(
+    'dedup',
+    async (job) => {
+      await gates.get(job.data.v)
+      if (job.data.v.startsWith('fail')) throw new Error(job.data.v)
+      return job.data.v
+    },
+    {
+      connectionString: db.url,
+      schema: db.schema,
+      concurrency: 2,
+      pollIntervalMs: 100,
+      maintenanceIntervalMs: 0,
+      migrate: false,
+    },
+  )
 }
 
 describe('no-TTL dedup keys and the worker', () => {

@@ -19,18 +19,32 @@ describe('dependents', () => {
   it('run once every dependency completed, also in another queue, and never before', async () => {
     const parents = new Queue('parents', { connectionString: db.url, schema: db.schema, migrate: false })
     const children = new Queue('children', { connectionString: db.url, schema: db.schema, migrate: false })
-    const opts = { connectionString: db.url, schema: db.schema, maintenanceIntervalMs: 0, pollIntervalMs: 60_000, migrate: false }
+    const opts = {
+      connectionString: db.url,
+      schema: db.schema,
+      maintenanceIntervalMs: 0,
+      pollIntervalMs: 60_000,
+      migrate: false,
+    }
     const ran: string[] = []
     let openParents!: () => void
     const parentGate = new Promise<void>((r) => (openParents = r))
     // Concurrency 2 with a shared gate: both parents complete in the same moment (one batch, or two racing statements).
-    const parentWorker = new Worker('parents', async (job) => {
-      await parentGate
-      ran.push(job.id)
-    }, { ...opts, concurrency: 2 })
-    const childWorker = new Worker('children', async (job) => {
-      ran.push(job.id)
-    }, opts)
+    const parentWorker = new Worker(
+      'parents',
+      async (job) => {
+        await parentGate
+        ran.push(job.id)
+      },
+      { ...opts, concurrency: 2 },
+    )
+    const childWorker = new Worker(
+      'children',
+      async (job) => {
+        ran.push(job.id)
+      },
+      opts,
+    )
     try {
       await childWorker.run()
       const p1 = await parents.add('p', {})

@@ -18,7 +18,9 @@ afterAll(async () => {
 function capturingLogger(errors: string[]): Logger {
   const noop = () => {}
   const logger: Logger = {
-    debug: noop, info: noop, warn: noop,
+    debug: noop,
+    info: noop,
+    warn: noop,
     error: (obj, msg) => errors.push(`${msg ?? ''} ${String((obj as { err?: Error }).err?.message ?? '')}`),
     child: () => logger,
   }
@@ -41,8 +43,12 @@ describe('Worker input checks', () => {
   })
 
   it('rejects a bad queue name and a handler that is not a function', () => {
-    expect(() => new Worker('bad queue', async () => {}, { connectionString: 'postgres://x' })).toThrow(expect.objectContaining({ code: 'INVALID_IDENTIFIER' }))
-    expect(() => new Worker('q', 'nope' as never, { connectionString: 'postgres://x' })).toThrow(expect.objectContaining({ code: 'INVALID_TYPE', field: 'handler' }))
+    expect(() => new Worker('bad queue', async () => {}, { connectionString: 'postgres://x' })).toThrow(
+      expect.objectContaining({ code: 'INVALID_IDENTIFIER' }),
+    )
+    expect(() => new Worker('q', 'nope' as never, { connectionString: 'postgres://x' })).toThrow(
+      expect.objectContaining({ code: 'INVALID_TYPE', field: 'handler' }),
+    )
   })
 })
 
@@ -51,7 +57,12 @@ describe('errors outside handlers', () => {
     const errors: string[] = []
     // A schema that does not exist: every claim fails.
     const worker = new Worker('q', async () => {}, {
-      connectionString: db.url, schema: `${db.schema}_missing`, migrate: false, maintenanceIntervalMs: 0, pollIntervalMs: 50, logger: capturingLogger(errors),
+      connectionString: db.url,
+      schema: `${db.schema}_missing`,
+      migrate: false,
+      maintenanceIntervalMs: 0,
+      pollIntervalMs: 50,
+      logger: capturingLogger(errors),
     })
     await worker.run()
     await waitFor(() => errors.length >= 2, 10_000, 'two failed claims to be logged')
@@ -62,7 +73,12 @@ describe('errors outside handlers', () => {
   it('are emitted as "error" events when someone listens', async () => {
     const seen: Error[] = []
     const worker = new Worker('q', async () => {}, {
-      connectionString: db.url, schema: `${db.schema}_missing`, migrate: false, maintenanceIntervalMs: 0, pollIntervalMs: 50, autorun: false,
+      connectionString: db.url,
+      schema: `${db.schema}_missing`,
+      migrate: false,
+      maintenanceIntervalMs: 0,
+      pollIntervalMs: 50,
+      autorun: false,
     })
     worker.on('error', (err) => seen.push(err))
     await worker.run()
@@ -74,7 +90,9 @@ describe('errors outside handlers', () => {
   it('an unreachable database at start is retried and reported, never thrown; close() still ends it', async () => {
     const errors: string[] = []
     const worker = new Worker('q', async () => {}, {
-      connectionString: 'postgres://postgres@127.0.0.1:1/none', maintenanceIntervalMs: 0, logger: capturingLogger(errors),
+      connectionString: 'postgres://postgres@127.0.0.1:1/none',
+      maintenanceIntervalMs: 0,
+      logger: capturingLogger(errors),
     })
     await waitFor(() => errors.length >= 2, 10_000, 'two failed starts to be logged')
     expect(errors[0]).toMatch(/ECONNREFUSED/)
@@ -84,10 +102,14 @@ describe('errors outside handlers', () => {
   it('a handler result the database refuses is stored as null, without holding back the jobs completed with it', async () => {
     const queue = new Queue<{ i: number }>('results', { connectionString: db.url, schema: db.schema, migrate: false })
     const jobs = await queue.addBulk([0, 1, 2, 3].map((i) => ({ name: 'r', data: { i } })))
-    const worker = new Worker<{ i: number }>('results', async (job) => {
-      // A lone surrogate: JSON.stringify writes it as an escape that jsonb rejects.
-      return job.data.i === 2 ? { text: '\ud800' } : { i: job.data.i }
-    }, { connectionString: db.url, schema: db.schema, concurrency: 4, maintenanceIntervalMs: 0, migrate: false })
+    const worker = new Worker<{ i: number }>(
+      'results',
+      async (job) => {
+        // A lone surrogate: JSON.stringify writes it as an escape that jsonb rejects.
+        return job.data.i === 2 ? { text: '\ud800' } : { i: job.data.i }
+      },
+      { connectionString: db.url, schema: db.schema, concurrency: 4, maintenanceIntervalMs: 0, migrate: false },
+    )
     try {
       for (const job of jobs) await waitForState(db, job.id, 'completed')
       const results = await Promise.all(jobs.map(async (j) => (await storedJob(db, j.id)).result))
@@ -101,9 +123,13 @@ describe('errors outside handlers', () => {
   it('an error message with a NUL character is stored (as \\0), so the attempt is still recorded', async () => {
     const queue = new Queue('nul', { connectionString: db.url, schema: db.schema, migrate: false })
     const job = await queue.add('n', {}, { attempts: 1 })
-    const worker = new Worker('nul', async () => {
-      throw new Error('bad\u0000byte')
-    }, { connectionString: db.url, schema: db.schema, maintenanceIntervalMs: 0, migrate: false })
+    const worker = new Worker(
+      'nul',
+      async () => {
+        throw new Error('bad\u0000byte')
+      },
+      { connectionString: db.url, schema: db.schema, maintenanceIntervalMs: 0, migrate: false },
+    )
     try {
       const row = await waitForState(db, job.id, 'failed')
       expect(row.last_error).toBe('bad\\0byte')

@@ -20,20 +20,35 @@ describe('heartbeats', () => {
     const queue = new Queue('beat', { connectionString: db.url, schema: db.schema, migrate: false })
     const job = await queue.add('long', {}, { attempts: 3 })
     const runs: number[] = []
-    const opts = { connectionString: db.url, schema: db.schema, leaseMs: 1_000, heartbeatMs: 200, pollIntervalMs: 100, migrate: false }
-    const worker = new Worker('beat', async (j) => {
-      runs.push(j.attempts)
-      await new Promise((r) => setTimeout(r, 3_000))
-      return 'done'
-    }, { ...opts, maintenanceIntervalMs: 0 })
+    const opts = {
+      connectionString: db.url,
+      schema: db.schema,
+      leaseMs: 1_000,
+      heartbeatMs: 200,
+      pollIntervalMs: 100,
+      migrate: false,
+    }
+    const worker = new Worker(
+      'beat',
+      async (j) => {
+        runs.push(j.attempts)
+        await new Promise((r) => setTimeout(r, 3_000))
+        return 'done'
+      },
+      { ...opts, maintenanceIntervalMs: 0 },
+    )
     // Another queue's worker does housekeeping (schema-wide) every 100 ms; a rescued job would run again above.
     const rescuer = new Worker('elsewhere', async () => {}, { ...opts, maintenanceIntervalMs: 100 })
     try {
       const first = await waitForState(db, job.id, 'active')
-      const extended = await waitFor(async () => {
-        const row = await storedJob(db, job.id)
-        return row.locked_until!.getTime() > first.locked_until!.getTime() ? row : undefined
-      }, 5_000, 'a heartbeat to extend the lease')
+      const extended = await waitFor(
+        async () => {
+          const row = await storedJob(db, job.id)
+          return row.locked_until!.getTime() > first.locked_until!.getTime() ? row : undefined
+        },
+        5_000,
+        'a heartbeat to extend the lease',
+      )
       expect(extended.lock_token).toBe(first.lock_token)
       const done = await waitForState(db, job.id, 'completed', 15_000)
       expect(done).toMatchObject({ attempts: 1, result: 'done', last_error: null })

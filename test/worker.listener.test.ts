@@ -20,7 +20,9 @@ afterAll(async () => {
 /** The pid of the worker's LISTEN backend, as the server sees it. */
 async function listenerBackend(worker: { id: string }): Promise<number | undefined> {
   const { rows } = await db.pool.query<{ pid: number }>(
-    `select pid from pg_stat_activity where application_name = $1`, [`pgonce-listener ${worker.id}`])
+    `select pid from pg_stat_activity where application_name = $1`,
+    [`pgonce-listener ${worker.id}`],
+  )
   return rows.length === 1 ? rows[0]!.pid : undefined
 }
 
@@ -28,9 +30,13 @@ describe('Worker wake-ups', () => {
   it('replaces a killed LISTEN connection; jobs added afterwards start well under pollIntervalMs', async () => {
     const queue = new Queue('listen', { connectionString: db.url, schema: db.schema, migrate: false })
     const started = new Map<string, number>()
-    const worker = new Worker('listen', async (job) => {
-      started.set(job.id, Date.now())
-    }, { connectionString: db.url, schema: db.schema, pollIntervalMs: 60_000, maintenanceIntervalMs: 0, migrate: false })
+    const worker = new Worker(
+      'listen',
+      async (job) => {
+        started.set(job.id, Date.now())
+      },
+      { connectionString: db.url, schema: db.schema, pollIntervalMs: 60_000, maintenanceIntervalMs: 0, migrate: false },
+    )
     const errors: Error[] = []
     worker.on('error', (err) => errors.push(err))
     try {
@@ -47,10 +53,14 @@ describe('Worker wake-ups', () => {
       const { rows } = await db.pool.query<{ ok: boolean }>('select pg_terminate_backend($1) as ok', [oldPid])
       expect(rows[0]!.ok).toBe(true)
       // The backend shows up at connect; the worker takes it as its listener once LISTEN (and its lock) went through.
-      const newPid = await waitFor(async () => {
-        const pid = await listenerBackend(worker)
-        return pid !== undefined && pid !== oldPid && worker.listenerPid === pid ? pid : undefined
-      }, 10_000, 'a new LISTEN backend')
+      const newPid = await waitFor(
+        async () => {
+          const pid = await listenerBackend(worker)
+          return pid !== undefined && pid !== oldPid && worker.listenerPid === pid ? pid : undefined
+        },
+        10_000,
+        'a new LISTEN backend',
+      )
       expect(newPid).not.toBe(oldPid)
       expect(worker.listenerPid).toBe(newPid)
       await waitForIdleSlot(db, 'listen')
@@ -70,15 +80,21 @@ describe('Worker wake-ups', () => {
   it('a job added in the same instant the listener is killed still starts (NOTIFY before the kill, or the poll after the reconnect)', async () => {
     const queue = new Queue('listen-gap', { connectionString: db.url, schema: db.schema, migrate: false })
     const started = new Set<string>()
-    const worker = new Worker('listen-gap', async (job) => {
-      started.add(job.id)
-    }, { connectionString: db.url, schema: db.schema, pollIntervalMs: 60_000, maintenanceIntervalMs: 0, migrate: false })
+    const worker = new Worker(
+      'listen-gap',
+      async (job) => {
+        started.add(job.id)
+      },
+      { connectionString: db.url, schema: db.schema, pollIntervalMs: 60_000, maintenanceIntervalMs: 0, migrate: false },
+    )
     try {
       await worker.run()
       const oldPid = await waitFor(() => listenerBackend(worker), 5_000, 'the LISTEN backend')
       // Kill the listener and add the job in the same round trip: its NOTIFY reaches no one of ours.
       const { rows } = await db.pool.query<{ id: string }>(
-        `select pg_terminate_backend($1), (a.job).id from "${db.schema}".add_job(queue => 'listen-gap', name => 'gap') a`, [oldPid])
+        `select pg_terminate_backend($1), (a.job).id from "${db.schema}".add_job(queue => 'listen-gap', name => 'gap') a`,
+        [oldPid],
+      )
       const id = rows[0]!.id
       await waitFor(() => started.has(id), 10_000, 'the job added during the gap to start')
     } finally {
@@ -90,9 +106,13 @@ describe('Worker wake-ups', () => {
   it("a job added inside the caller's transaction wakes the worker on commit, not before", async () => {
     const queue = new Queue('listen-tx', { connectionString: db.url, schema: db.schema, migrate: false })
     const started = new Map<string, number>()
-    const worker = new Worker('listen-tx', async (job) => {
-      started.set(job.id, Date.now())
-    }, { connectionString: db.url, schema: db.schema, pollIntervalMs: 60_000, maintenanceIntervalMs: 0, migrate: false })
+    const worker = new Worker(
+      'listen-tx',
+      async (job) => {
+        started.set(job.id, Date.now())
+      },
+      { connectionString: db.url, schema: db.schema, pollIntervalMs: 60_000, maintenanceIntervalMs: 0, migrate: false },
+    )
     const client = new pg.Client({ connectionString: db.url })
     await client.connect()
     try {
@@ -116,10 +136,26 @@ describe('Worker wake-ups', () => {
 
   it("a killed LISTEN connection is reported on 'error' once per outage, at error level without a listener, and replaced", async () => {
     const logged: string[] = []
-    const logger: Logger = { debug: () => {}, info: () => {}, warn: () => {}, child: () => logger,
-      error: (o: string | object) => void logged.push((o as { err?: Error }).err?.message ?? '') }
-    const quiet = new Worker('listen-lost', async () => {}, { connectionString: db.url, schema: db.schema, maintenanceIntervalMs: 0, migrate: false, logger })
-    const worker = new Worker('listen-lost', async () => {}, { connectionString: db.url, schema: db.schema, maintenanceIntervalMs: 0, migrate: false })
+    const logger: Logger = {
+      debug: () => {},
+      info: () => {},
+      warn: () => {},
+      child: () => logger,
+      error: (o: string | object) => void logged.push((o as { err?: Error }).err?.message ?? ''),
+    }
+    const quiet = new Worker('listen-lost', async () => {}, {
+      connectionString: db.url,
+      schema: db.schema,
+      maintenanceIntervalMs: 0,
+      migrate: false,
+      logger,
+    })
+    const worker = new Worker('listen-lost', async () => {}, {
+      connectionString: db.url,
+      schema: db.schema,
+      maintenanceIntervalMs: 0,
+      migrate: false,
+    })
     const errors: Error[] = []
     worker.on('error', (err) => errors.push(err))
     try {
@@ -129,12 +165,18 @@ describe('Worker wake-ups', () => {
         // Found by its application_name, as an operator would: pgonce-listener <worker id>.
         const { rows } = await db.pool.query<{ ok: boolean }>('select pg_terminate_backend($1) as ok', [oldPid])
         expect(rows[0]!.ok).toBe(true)
-        await waitFor(async () => {
-          const pid = await listenerBackend(w)
-          return pid !== undefined && pid !== oldPid && w.listenerPid === pid
-        }, 10_000, 'a new LISTEN backend')
+        await waitFor(
+          async () => {
+            const pid = await listenerBackend(w)
+            return pid !== undefined && pid !== oldPid && w.listenerPid === pid
+          },
+          10_000,
+          'a new LISTEN backend',
+        )
       }
-      expect(errors.map((e) => e.message)).toEqual([expect.stringMatching(/LISTEN connection was lost \(terminating connection/)])
+      expect(errors.map((e) => e.message)).toEqual([
+        expect.stringMatching(/LISTEN connection was lost \(terminating connection/),
+      ])
       expect(logged).toEqual([expect.stringMatching(/LISTEN connection was lost/)])
     } finally {
       await Promise.all([worker.close(), quiet.close()])

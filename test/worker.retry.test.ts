@@ -26,9 +26,13 @@ function opts() {
 
 /** Runs job `id` on a worker whose handler always throws, until the job has failed for good. */
 async function failForGood(id: string): Promise<void> {
-  const worker = new Worker<{ n: number }>('retry', async () => {
-    throw new Error('fails')
-  }, opts())
+  const worker = new Worker<{ n: number }>(
+    'retry',
+    async () => {
+      throw new Error('fails')
+    },
+    opts(),
+  )
   try {
     await waitForState(db, id, 'failed')
   } finally {
@@ -41,11 +45,15 @@ describe('Worker retries', () => {
     const job = await queue.add('flaky', { n: 1 }, { attempts: 3, backoff: 300 })
     const started: Date[] = []
     const failedEvents: string[] = []
-    const worker = new Worker<{ n: number }>('retry', async () => {
-      const { rows } = await db.pool.query<{ now: Date }>('select clock_timestamp() as now')
-      started.push(rows[0]!.now)
-      throw new Error(`boom ${started.length}`)
-    }, opts())
+    const worker = new Worker<{ n: number }>(
+      'retry',
+      async () => {
+        const { rows } = await db.pool.query<{ now: Date }>('select clock_timestamp() as now')
+        started.push(rows[0]!.now)
+        throw new Error(`boom ${started.length}`)
+      },
+      opts(),
+    )
     worker.on('failed', (j, err) => failedEvents.push(`${j.state}:${err.message}`))
     try {
       const row = await waitForState(db, job.id, 'failed', 20_000)
@@ -67,14 +75,22 @@ describe('Worker retries', () => {
   })
 
   it('exponential backoff doubles the delay per attempt: run_at = now() + delay on the database clock', async () => {
-    const job = await queue.add('expo', { n: 2 }, { attempts: 3, backoff: { type: 'exponential', delay: 400, jitter: 0 } })
+    const job = await queue.add(
+      'expo',
+      { n: 2 },
+      { attempts: 3, backoff: { type: 'exponential', delay: 400, jitter: 0 } },
+    )
     const thrownAt: number[] = []
     const runAts: number[] = []
-    const worker = new Worker<{ n: number }>('retry', async () => {
-      const { rows } = await db.pool.query<{ now: Date }>('select clock_timestamp() as now')
-      thrownAt.push(rows[0]!.now.getTime())
-      throw new Error('again')
-    }, opts())
+    const worker = new Worker<{ n: number }>(
+      'retry',
+      async () => {
+        const { rows } = await db.pool.query<{ now: Date }>('select clock_timestamp() as now')
+        thrownAt.push(rows[0]!.now.getTime())
+        throw new Error('again')
+      },
+      opts(),
+    )
     worker.on('failed', (j) => {
       if (j.state === 'delayed') runAts.push(j.runAt.getTime())
     })
@@ -97,10 +113,14 @@ describe('Worker retries', () => {
   it('retryJob gives a failed job a fresh run with its attempts reset', async () => {
     const job = await queue.add('once', { n: 3 }, { attempts: 1 })
     let fail = true
-    const worker = new Worker<{ n: number }, string>('retry', async () => {
-      if (fail) throw new Error('first run fails')
-      return 'second run ok'
-    }, opts())
+    const worker = new Worker<{ n: number }, string>(
+      'retry',
+      async () => {
+        if (fail) throw new Error('first run fails')
+        return 'second run ok'
+      },
+      opts(),
+    )
     try {
       await waitForState(db, job.id, 'failed')
       // Before the retry: its wake-up can reach the worker, and the job run, before retryJob's answer reaches us.
@@ -126,7 +146,9 @@ describe('Worker retries', () => {
     const again = await queue.add('keyed', { n: 8 }, { deduplication: { id: key } })
     expect(again.id).toBe(job.id)
     expect(again.outcome).toBe('duplicate-key')
-    const { rows } = await db.pool.query(`select count(*)::int as n from "${db.schema}".jobs where dedup_key = $1`, [key])
+    const { rows } = await db.pool.query(`select count(*)::int as n from "${db.schema}".jobs where dedup_key = $1`, [
+      key,
+    ])
     expect(rows[0].n).toBe(1)
   })
 
@@ -150,7 +172,9 @@ describe('Worker retries', () => {
     await other.connect()
     try {
       await other.query('begin')
-      await other.query(`select * from "${db.schema}".add_job(queue => 'retry', name => 'race', job_id => 'retry-race', delay_ms => 60000)`)
+      await other.query(
+        `select * from "${db.schema}".add_job(queue => 'retry', name => 'race', job_id => 'retry-race', delay_ms => 60000)`,
+      )
       const retrying = queue.retryJob(job.id).catch((e: unknown) => e)
       await waitUntilBlockedBehind(db.pool, backendPid(other), 'retryJob to wait for the uncommitted generation')
       await other.query('commit')

@@ -21,10 +21,14 @@ describe('Worker scheduling', () => {
   it('does not start a delayed job before run_at, and starts it soon after without waiting for the poll', async () => {
     const queue = new Queue('delayed', { connectionString: db.url, schema: db.schema, migrate: false })
     let startedAt: Date | undefined
-    const worker = new Worker('delayed', async () => {
-      const { rows } = await db.pool.query<{ now: Date }>('select clock_timestamp() as now')
-      startedAt = rows[0]!.now
-    }, { connectionString: db.url, schema: db.schema, pollIntervalMs: 60_000, maintenanceIntervalMs: 0, migrate: false })
+    const worker = new Worker(
+      'delayed',
+      async () => {
+        const { rows } = await db.pool.query<{ now: Date }>('select clock_timestamp() as now')
+        startedAt = rows[0]!.now
+      },
+      { connectionString: db.url, schema: db.schema, pollIntervalMs: 60_000, maintenanceIntervalMs: 0, migrate: false },
+    )
     try {
       await worker.run()
       const job = await queue.add('later', {}, { delay: 1_500 })
@@ -46,12 +50,25 @@ describe('Worker scheduling', () => {
     const added = []
     for (const priority of [5, 0, 3, 0, 1, 5]) added.push(await queue.add('p', { priority }, { priority }))
     const order: string[] = []
-    const worker = new Worker('prio', async (job) => {
-      order.push(job.id)
-    }, { connectionString: db.url, schema: db.schema, concurrency: 1, batchSize: 2, maintenanceIntervalMs: 0, migrate: false })
+    const worker = new Worker(
+      'prio',
+      async (job) => {
+        order.push(job.id)
+      },
+      {
+        connectionString: db.url,
+        schema: db.schema,
+        concurrency: 1,
+        batchSize: 2,
+        maintenanceIntervalMs: 0,
+        migrate: false,
+      },
+    )
     try {
       await waitFor(() => order.length === added.length, 15_000, 'every job to run')
-      const expected = [...added].sort((a, b) => a.priority - b.priority || Number(a.id) - Number(b.id)).map((j) => j.id)
+      const expected = [...added]
+        .sort((a, b) => a.priority - b.priority || Number(a.id) - Number(b.id))
+        .map((j) => j.id)
       expect(order).toEqual(expected)
       expect(order[0]).toBe(added[1]!.id)
       expect(order.at(-1)).toBe(added[5]!.id)
@@ -67,7 +84,13 @@ describe('Worker scheduling', () => {
     const pool = recordingPool(db, 4, (text) => {
       if (text === claim) claims++
     })
-    const worker = new Worker('idle', async () => {}, { pool, schema: db.schema, pollIntervalMs: 500, maintenanceIntervalMs: 0, migrate: false })
+    const worker = new Worker('idle', async () => {}, {
+      pool,
+      schema: db.schema,
+      pollIntervalMs: 500,
+      maintenanceIntervalMs: 0,
+      migrate: false,
+    })
     try {
       await worker.run()
       // A window of time on purpose: the claims are counted per poll interval.

@@ -24,7 +24,10 @@ function opts() {
 }
 
 async function userRows(jobId: string): Promise<string[]> {
-  const { rows } = await db.pool.query<{ note: string }>(`select note from "${db.schema}".user_rows where job_id = $1 order by note`, [jobId])
+  const { rows } = await db.pool.query<{ note: string }>(
+    `select note from "${db.schema}".user_rows where job_id = $1 order by note`,
+    [jobId],
+  )
   return rows.map((r) => r.note)
 }
 
@@ -32,15 +35,19 @@ describe('ctx.transaction', () => {
   it('commits the handler write and the completion together', async () => {
     const job = await queue.add('ok', { n: 1 })
     // Destructured: the ctx methods do not depend on `this`.
-    const worker = new Worker<{ n: number }>('tx', async (j, { transaction }) => {
-      return transaction(async (tx) => {
-        await tx.query(`insert into "${db.schema}".user_rows values ($1, 'written')`, [j.id])
-        // Inside the transaction the job is still active: nothing is visible outside before commit.
-        const outside = await db.pool.query(`select 1 from "${db.schema}".user_rows where job_id = $1`, [j.id])
-        expect(outside.rowCount).toBe(0)
-        return { n: j.data.n }
-      })
-    }, opts())
+    const worker = new Worker<{ n: number }>(
+      'tx',
+      async (j, { transaction }) => {
+        return transaction(async (tx) => {
+          await tx.query(`insert into "${db.schema}".user_rows values ($1, 'written')`, [j.id])
+          // Inside the transaction the job is still active: nothing is visible outside before commit.
+          const outside = await db.pool.query(`select 1 from "${db.schema}".user_rows where job_id = $1`, [j.id])
+          expect(outside.rowCount).toBe(0)
+          return { n: j.data.n }
+        })
+      },
+      opts(),
+    )
     try {
       const row = await waitForState(db, job.id, 'completed')
       expect(row.result).toEqual({ n: 1 })
@@ -52,12 +59,16 @@ describe('ctx.transaction', () => {
 
   it('a thrown error rolls back both: no user row, no completion; the attempt is recorded as failed', async () => {
     const job = await queue.add('boom', { n: 2 }, { attempts: 1 })
-    const worker = new Worker<{ n: number }>('tx', async (j, ctx) => {
-      await ctx.transaction(async (tx) => {
-        await tx.query(`insert into "${db.schema}".user_rows values ($1, 'must vanish')`, [j.id])
-        throw new Error('rolled back')
-      })
-    }, opts())
+    const worker = new Worker<{ n: number }>(
+      'tx',
+      async (j, ctx) => {
+        await ctx.transaction(async (tx) => {
+          await tx.query(`insert into "${db.schema}".user_rows values ($1, 'must vanish')`, [j.id])
+          throw new Error('rolled back')
+        })
+      },
+      opts(),
+    )
     try {
       const row = await waitForState(db, job.id, 'failed')
       expect(row.last_error).toBe('rolled back')
@@ -73,11 +84,17 @@ describe('ctx.effect and ctx.runOnce', () => {
   it('ctx.effect runs the effect once: a replay of the job (retryJob) skips it and still completes', async () => {
     const job = await queue.add('effect', { n: 3 }, { attempts: 1 })
     const outcomes: string[] = []
-    const worker = new Worker<{ n: number }>('tx', async (j, ctx) => {
-      outcomes.push(await ctx.effect(`charge:${j.data.n}`, async (tx) => {
-        await tx.query(`insert into "${db.schema}".user_rows values ($1, 'charged')`, [j.id])
-      }))
-    }, opts())
+    const worker = new Worker<{ n: number }>(
+      'tx',
+      async (j, ctx) => {
+        outcomes.push(
+          await ctx.effect(`charge:${j.data.n}`, async (tx) => {
+            await tx.query(`insert into "${db.schema}".user_rows values ($1, 'charged')`, [j.id])
+          }),
+        )
+      },
+      opts(),
+    )
     try {
       await waitForState(db, job.id, 'completed')
       expect(outcomes).toEqual(['ran'])
@@ -106,16 +123,22 @@ describe('ctx.effect and ctx.runOnce', () => {
 
     const job = await queue.add('runonce', { n: 42 }, { attempts: 1 })
     const seen: string[] = []
-    const worker = new Worker<{ n: number }>('tx', async (j, ctx) => {
-      try {
-        seen.push(await ctx.runOnce(`send:${j.data.n}`, async () => {
-          seen.push('work')
-        }))
-      } catch (err) {
-        // Swallowing it must not turn the job into a success.
-        seen.push((err as Error).name)
-      }
-    }, { ...opts(), retryLaterMs: 300 })
+    const worker = new Worker<{ n: number }>(
+      'tx',
+      async (j, ctx) => {
+        try {
+          seen.push(
+            await ctx.runOnce(`send:${j.data.n}`, async () => {
+              seen.push('work')
+            }),
+          )
+        } catch (err) {
+          // Swallowing it must not turn the job into a success.
+          seen.push((err as Error).name)
+        }
+      },
+      { ...opts(), retryLaterMs: 300 },
+    )
     try {
       await waitFor(() => seen.includes('RetryLaterError'), 10_000, 'the duplicate-running answer')
       const rescheduled = await waitForState(db, job.id, 'delayed')

@@ -10,7 +10,9 @@ export interface BullStyleQueue {
   addBulk(jobs: { name: string; data: JobData }[]): Promise<unknown>
 }
 
-export function bullStyleAdds(queueFor: (name: string) => BullStyleQueue): Pick<BenchSystem, 'add' | 'addBulk' | 'addDeduplicated'> {
+export function bullStyleAdds(
+  queueFor: (name: string) => BullStyleQueue,
+): Pick<BenchSystem, 'add' | 'addBulk' | 'addDeduplicated'> {
   return {
     async add(name, data) {
       await queueFor(name).add('job', data)

@@ -78,11 +78,18 @@ async function openPostgres(url: string): Promise<BenchSystem> {
     await admin.end()
   }
   return openWith({
-    queue: (name, poolSize) => new Queue(name, { connection: { connectionString: url, max: poolSize } }, createPostgresBackend),
-    worker: (name, processor) => new Worker(name, processor, {
-      connection: { connectionString: url, max: CONCURRENCY + 2 },
-      concurrency: CONCURRENCY,
-    }, createPostgresBackend),
+    queue: (name, poolSize) =>
+      new Queue(name, { connection: { connectionString: url, max: poolSize } }, createPostgresBackend),
+    worker: (name, processor) =>
+      new Worker(
+        name,
+        processor,
+        {
+          connection: { connectionString: url, max: CONCURRENCY + 2 },
+          concurrency: CONCURRENCY,
+        },
+        createPostgresBackend,
+      ),
     cleanup: async () => {},
   })
 }
@@ -99,11 +106,12 @@ async function openRedis(url: string): Promise<BenchSystem> {
   const prefix = new URL(url).searchParams.get('prefix') ?? 'pgonce-bench'
   return openWith({
     queue: (name) => new Queue(name, { connection, prefix }),
-    worker: (name, processor) => new Worker(name, processor, {
-      connection,
-      prefix,
-      concurrency: CONCURRENCY,
-    }),
+    worker: (name, processor) =>
+      new Worker(name, processor, {
+        connection,
+        prefix,
+        concurrency: CONCURRENCY,
+      }),
     cleanup: (queue) => queue.obliterate({ force: true }),
   })
 }
@@ -111,11 +119,13 @@ async function openRedis(url: string): Promise<BenchSystem> {
 const version = packageVersion('bullmq')
 const dedup = `W5/W7: \`add(name, data, { deduplication: { id: key, ttl: ${DEDUP_TTL_MS} } })\``
 /** One configuration: its documented Worker with our concurrency (its wake-ups are LISTEN/NOTIFY or blocking reads either way). */
-const documented = [{
-  key: 'documented',
-  purpose: 'as documented',
-  lines: [`Worker({ concurrency: ${CONCURRENCY} }), completed jobs kept`],
-}]
+const documented = [
+  {
+    key: 'documented',
+    purpose: 'as documented',
+    lines: [`Worker({ concurrency: ${CONCURRENCY} }), completed jobs kept`],
+  },
+]
 
 export const bullmqPostgres: SystemInfo = {
   id: 'bullmq-postgres',

@@ -22,7 +22,9 @@ async function open(url: string, config: string): Promise<BenchSystem> {
   const count = (task: string): Promise<number> =>
     utils.withPgClient(async (client) => {
       const { rows } = await client.query<{ n: number }>(
-        'select count(*)::int as n from graphile_worker.jobs where task_identifier = $1', [task])
+        'select count(*)::int as n from graphile_worker.jobs where task_identifier = $1',
+        [task],
+      )
       return rows[0]?.n ?? 0
     })
   return {
@@ -68,11 +70,14 @@ export const graphileWorker: SystemInfo = {
     {
       key: 'local-queue',
       purpose: 'throughput: the batching settings of its performance guide',
-      lines: [`run({ concurrency: ${CONCURRENCY}, maxPoolSize: ${CONCURRENCY + 2}, preset: { worker: { localQueue: { size: ${LOCAL_QUEUE_SIZE} }, completeJobBatchDelay: 0, failJobBatchDelay: 0 } } })`],
+      lines: [
+        `run({ concurrency: ${CONCURRENCY}, maxPoolSize: ${CONCURRENCY + 2}, preset: { worker: { localQueue: { size: ${LOCAL_QUEUE_SIZE} }, completeJobBatchDelay: 0, failJobBatchDelay: 0 } } })`,
+      ],
     },
     {
       key: 'no-local-queue',
-      purpose: 'latency: no local queue and no completion batching (its defaults; the local queue trades latency for throughput)',
+      purpose:
+        'latency: no local queue and no completion batching (its defaults; the local queue trades latency for throughput)',
       lines: [`run({ concurrency: ${CONCURRENCY}, maxPoolSize: ${CONCURRENCY + 2} })`],
       // The add side is the same code in both: only the consumer workloads can differ.
       workloads: ['W4', 'W6', 'W8'],

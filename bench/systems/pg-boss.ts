@@ -17,14 +17,27 @@ interface Setup {
 }
 
 const SETUPS: Record<string, Setup> = {
-  'notify-batch': { notify: true, work: { localConcurrency: CONCURRENCY, batchSize: BATCH_SIZE, burstWhenBatchFull: true } },
+  'notify-batch': {
+    notify: true,
+    work: { localConcurrency: CONCURRENCY, batchSize: BATCH_SIZE, burstWhenBatchFull: true },
+  },
   'notify-single': {
     notify: true,
-    work: { localConcurrency: CONCURRENCY, batchSize: 1, pollingIntervalSeconds: MIN_POLLING_SECONDS, notifyPollingIntervalSeconds: MIN_POLLING_SECONDS },
+    work: {
+      localConcurrency: CONCURRENCY,
+      batchSize: 1,
+      pollingIntervalSeconds: MIN_POLLING_SECONDS,
+      notifyPollingIntervalSeconds: MIN_POLLING_SECONDS,
+    },
   },
   polling: {
     notify: false,
-    work: { localConcurrency: CONCURRENCY, batchSize: BATCH_SIZE, burstWhenBatchFull: true, pollingIntervalSeconds: MIN_POLLING_SECONDS },
+    work: {
+      localConcurrency: CONCURRENCY,
+      batchSize: BATCH_SIZE,
+      burstWhenBatchFull: true,
+      pollingIntervalSeconds: MIN_POLLING_SECONDS,
+    },
   },
 }
 
@@ -35,9 +48,12 @@ async function open(url: string, config: string): Promise<BenchSystem> {
   boss.on('error', () => {})
   await boss.start()
   const count = async (queue: string, states: string[] | null): Promise<number> => {
-    const { rows } = await boss.getDb().executeSql(
-      'select count(*)::int as n from pgboss.job where name = $1 and ($2::text[] is null or state::text = any($2))',
-      [queue, states])
+    const { rows } = await boss
+      .getDb()
+      .executeSql(
+        'select count(*)::int as n from pgboss.job where name = $1 and ($2::text[] is null or state::text = any($2))',
+        [queue, states],
+      )
     return (rows[0] as { n: number } | undefined)?.n ?? 0
   }
   return {
@@ -48,7 +64,10 @@ async function open(url: string, config: string): Promise<BenchSystem> {
       await boss.send(queue, data)
     },
     async addBulk(queue, batch) {
-      await boss.insert(queue, batch.map((data) => ({ data })))
+      await boss.insert(
+        queue,
+        batch.map((data) => ({ data })),
+      )
     },
     async addDeduplicated(queue, key, data) {
       await boss.send(queue, data, { singletonKey: key })
@@ -67,7 +86,10 @@ async function open(url: string, config: string): Promise<BenchSystem> {
   }
 }
 
-const workCall = (config: string): string => `work(queue, ${JSON.stringify(SETUPS[config]?.work).replace(/"(\w+)":/g, '$1: ').replace(/,/g, ', ')}, handler)`
+const workCall = (config: string): string =>
+  `work(queue, ${JSON.stringify(SETUPS[config]?.work)
+    .replace(/"(\w+)":/g, '$1: ')
+    .replace(/,/g, ', ')}, handler)`
 
 export const pgBoss: SystemInfo = {
   id: 'pg-boss',

@@ -66,8 +66,12 @@ async function openWith(api: Api, url: string, config: string): Promise<BenchSys
     countJobs: (name) => count(name, false),
     countUnfinished: (name) => count(name, true),
     async consume(name, onStart): Promise<Consumer> {
-      const worker = new Worker<JobData>(name, async (job) => onStart(job.data),
-        { connectionString: url, schema: PGONCE_SCHEMA, concurrency: CONCURRENCY, ...workerOptions })
+      const worker = new Worker<JobData>(name, async (job) => onStart(job.data), {
+        connectionString: url,
+        schema: PGONCE_SCHEMA,
+        concurrency: CONCURRENCY,
+        ...workerOptions,
+      })
       worker.on('error', () => {})
       return { close: () => worker.close() }
     },
@@ -95,17 +99,23 @@ export function pgonceSystem(id: SystemId, label: (version: string) => string, r
     common: [
       `one pg.Pool of ${CONCURRENCY} connections shared by every Queue; \`deduplication: { id: key, ttl: ${DEDUP_TTL_MS} }\` for W5/W7`,
     ],
-    configs: [{
-      key: 'default',
-      purpose: 'its defaults',
-      lines: [`\`new Worker(queue, handler, { concurrency: ${CONCURRENCY} })\`, every other option (batch claims, completion batching) at its default`],
-    }, {
-      key: 'large-batches',
-      purpose: 'throughput on a backlog of fast jobs: larger claims and completions (docs/performance.md, `batchSize`)',
-      lines: [`\`new Worker(queue, handler, { concurrency: ${CONCURRENCY}, batchSize: ${LARGE_BATCH_SIZE} })\``],
-      // The add side is the same code in both: only the consumer workloads can differ.
-      workloads: ['W4', 'W8'],
-    }],
+    configs: [
+      {
+        key: 'default',
+        purpose: 'its defaults',
+        lines: [
+          `\`new Worker(queue, handler, { concurrency: ${CONCURRENCY} })\`, every other option (batch claims, completion batching) at its default`,
+        ],
+      },
+      {
+        key: 'large-batches',
+        purpose:
+          'throughput on a backlog of fast jobs: larger claims and completions (docs/performance.md, `batchSize`)',
+        lines: [`\`new Worker(queue, handler, { concurrency: ${CONCURRENCY}, batchSize: ${LARGE_BATCH_SIZE} })\``],
+        // The add side is the same code in both: only the consumer workloads can differ.
+        workloads: ['W4', 'W8'],
+      },
+    ],
     open: async (url, config) => openWith(await load(), url, config),
   }
 }

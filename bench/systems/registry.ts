@@ -26,7 +26,12 @@ export function allSystems(): SystemInfo[] {
 
 export function systemById(id: string): SystemInfo {
   const system = allSystems().find((s) => s.id === id)
-  if (!system) throw new Error(`unknown system ${id} (known: ${allSystems().map((s) => s.id).join(', ')})`)
+  if (!system)
+    throw new Error(
+      `unknown system ${id} (known: ${allSystems()
+        .map((s) => s.id)
+        .join(', ')})`,
+    )
   return system
 }
 

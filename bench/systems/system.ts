@@ -74,7 +74,8 @@ export interface SystemInfo {
 /** The configuration `key` of `info`; throws on an unknown key. */
 export function configOf(info: SystemInfo, key: string): SystemConfig {
   const config = info.configs.find((c) => c.key === key)
-  if (!config) throw new Error(`${info.id} has no configuration ${key} (known: ${info.configs.map((c) => c.key).join(', ')})`)
+  if (!config)
+    throw new Error(`${info.id} has no configuration ${key} (known: ${info.configs.map((c) => c.key).join(', ')})`)
   return config
 }
 

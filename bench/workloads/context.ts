@@ -52,12 +52,19 @@ export async function walPosition(db: pg.Pool | pg.Client): Promise<string> {
 }
 
 export async function walBytesSince(db: pg.Pool | pg.Client, from: string): Promise<number> {
-  const { rows } = await db.query<{ bytes: string }>('select pg_wal_lsn_diff(pg_current_wal_lsn(), $1::pg_lsn)::bigint::text as bytes', [from])
+  const { rows } = await db.query<{ bytes: string }>(
+    'select pg_wal_lsn_diff(pg_current_wal_lsn(), $1::pg_lsn)::bigint::text as bytes',
+    [from],
+  )
   return Number((rows[0] as { bytes: string }).bytes)
 }
 
 /** Runs `timed` and measures the queries this process sent and the WAL the server wrote meanwhile, per op. */
-export async function probe<T>(admin: pg.Pool | null, ops: number, timed: () => Promise<T>): Promise<{ value: T; ms: number } & Pick<WorkloadResult, 'roundTripsPerOp' | 'walBytesPerOp'>> {
+export async function probe<T>(
+  admin: pg.Pool | null,
+  ops: number,
+  timed: () => Promise<T>,
+): Promise<{ value: T; ms: number } & Pick<WorkloadResult, 'roundTripsPerOp' | 'walBytesPerOp'>> {
   const sentSoFar = countRoundTrips()
   const wal = admin ? await walPosition(admin) : null
   const before = sentSoFar()
@@ -68,7 +75,9 @@ export async function probe<T>(admin: pg.Pool | null, ops: number, timed: () => 
   return {
     value,
     ms,
-    ...(admin && wal !== null ? { roundTripsPerOp: sent / ops, walBytesPerOp: (await walBytesSince(admin, wal)) / ops } : {}),
+    ...(admin && wal !== null
+      ? { roundTripsPerOp: sent / ops, walBytesPerOp: (await walBytesSince(admin, wal)) / ops }
+      : {}),
   }
 }
 

@@ -54,9 +54,21 @@ export async function drainBacklog(ctx: DrainContext): Promise<WorkloadResult> {
   await ctx.system.prepare('w4')
   await enqueueBacklog(ctx, 'w4', n)
   await maintain(ctx.admin, ctx.mode)
-  const report = await runChild({ system: ctx.info.id, config: ctx.config, url: ctx.url, queue: 'w4', target: n, waitForCompletion: true, deadlineMs: DEADLINE_MS })
+  const report = await runChild({
+    system: ctx.info.id,
+    config: ctx.config,
+    url: ctx.url,
+    queue: 'w4',
+    target: n,
+    waitForCompletion: true,
+    deadlineMs: DEADLINE_MS,
+  })
   const correct = report.handled === n
-  return { ...fromReport(report, n), correct, ...(correct ? {} : { note: `${report.handled} handler runs for ${n} jobs` }) }
+  return {
+    ...fromReport(report, n),
+    correct,
+    ...(correct ? {} : { note: `${report.handled} handler runs for ${n} jobs` }),
+  }
 }
 
 /** W8: throughput over the head of a deep backlog (loaded untimed; vacuumed and analysed only in the `analysed` mode). */
@@ -65,7 +77,15 @@ export async function deepBacklog(ctx: DrainContext): Promise<WorkloadResult> {
   await ctx.system.prepare('w8')
   const loadMs = await enqueueBacklog(ctx, 'w8', queued, 4)
   await maintain(ctx.admin, ctx.mode)
-  const report = await runChild({ system: ctx.info.id, config: ctx.config, url: ctx.url, queue: 'w8', target: window, waitForCompletion: false, deadlineMs: DEADLINE_MS })
+  const report = await runChild({
+    system: ctx.info.id,
+    config: ctx.config,
+    url: ctx.url,
+    queue: 'w8',
+    target: window,
+    waitForCompletion: false,
+    deadlineMs: DEADLINE_MS,
+  })
   return {
     ...fromReport(report, window),
     correct: report.handled >= window,

@@ -24,7 +24,14 @@ export interface Timed {
 
 /** Whether a workload is ranked by throughput (higher is better) or by p50 latency (lower is better). */
 export const KIND: Record<WorkloadId, 'rate' | 'latency'> = {
-  W1: 'rate', W2: 'rate', W3: 'rate', W4: 'rate', W5: 'rate', W6: 'latency', W7: 'latency', W8: 'rate',
+  W1: 'rate',
+  W2: 'rate',
+  W3: 'rate',
+  W4: 'rate',
+  W5: 'rate',
+  W6: 'latency',
+  W7: 'latency',
+  W8: 'rate',
 }
 
 /** A freshly started consumer is given this long to go idle before the first W6 sample. */
@@ -51,7 +58,10 @@ async function idleSamples(count: number, pauseMs: number, once: (i: number) => 
 export function arrivals() {
   let arrived: ((at: number) => void) | null = null
   return {
-    next: () => new Promise<number>((resolve) => { arrived = resolve }),
+    next: () =>
+      new Promise<number>((resolve) => {
+        arrived = resolve
+      }),
     seen: () => {
       arrived?.(performance.now())
       arrived = null
@@ -63,8 +73,14 @@ export function arrivals() {
  * W6's loop: `call(i)` after `pauseMs` idle, until it has returned and `arrived()` has resolved; the latency runs from
  * the call to the arrival (a system may start the handler before its add returns). Settled: the consumer is idle.
  */
-export async function handlerStartLoop(call: (i: number) => Promise<unknown>, arrived: () => Promise<number>, pauseMs: number,
-  warmup: number, close: () => Promise<void>, check: () => Promise<string | null> = async () => null): Promise<Timed> {
+export async function handlerStartLoop(
+  call: (i: number) => Promise<unknown>,
+  arrived: () => Promise<number>,
+  pauseMs: number,
+  warmup: number,
+  close: () => Promise<void>,
+  check: () => Promise<string | null> = async () => null,
+): Promise<Timed> {
   await sleep(SETTLE_MS)
   const sample = async (i: number): Promise<number> => {
     const arrival = arrived()
@@ -94,12 +110,18 @@ function adds(system: BenchSystem, queue: string, producers: number, warmup: num
   const section = async (n: number, from: number): Promise<number> => {
     const keys = Math.max(1, Math.floor(n / 10))
     expected += keyed ? keys : n
-    return runProducers(n, producers, (i) => keyed
-      ? system.addDeduplicated(queue, `s${from}-${i % keys}`, { i: from + i })
-      : system.add(queue, { i: from + i }))
+    return runProducers(n, producers, (i) =>
+      keyed
+        ? system.addDeduplicated(queue, `s${from}-${i % keys}`, { i: from + i })
+        : system.add(queue, { i: from + i }),
+    )
   }
   return {
-    warm: () => system.prepare(queue, { dedup: keyed }).then(() => section(warmup, -warmup)).then(() => {}),
+    warm: () =>
+      system
+        .prepare(queue, { dedup: keyed })
+        .then(() => section(warmup, -warmup))
+        .then(() => {}),
     run: async (n, from) => rate(n, await section(n, from)),
     check: landed(system, queue, () => expected),
     close: async () => {},
@@ -116,7 +138,11 @@ function bulkAdds(system: BenchSystem, batch: number): Timed {
     return performance.now() - started
   }
   return {
-    warm: () => system.prepare('w3').then(() => section(2 * batch, -2 * batch)).then(() => {}),
+    warm: () =>
+      system
+        .prepare('w3')
+        .then(() => section(2 * batch, -2 * batch))
+        .then(() => {}),
     run: async (n, from) => rate(n, await section(n, from)),
     check: landed(system, 'w3', () => expected),
     close: async () => {},
@@ -154,18 +180,34 @@ async function handlerStart(system: BenchSystem, pauseMs: number, warmup: number
     await pollUntil(async () => (await system.countUnfinished('w6')) === 0, 30_000, 'W6 jobs to complete')
     return null
   }
-  return handlerStartLoop((i) => system.add('w6', { i }), started.next, pauseMs, warmup, () => consumer.close(), allRan)
+  return handlerStartLoop(
+    (i) => system.add('w6', { i }),
+    started.next,
+    pauseMs,
+    warmup,
+    () => consumer.close(),
+    allRan,
+  )
 }
 
 /** Workload `id` (not a drain) opened on `system`. */
-export async function openTimed(id: Exclude<WorkloadId, 'W4' | 'W8'>, system: BenchSystem,
-  s: { producers: number; bulkBatch: number; warmup: number; w6PauseMs: number }): Promise<Timed> {
+export async function openTimed(
+  id: Exclude<WorkloadId, 'W4' | 'W8'>,
+  system: BenchSystem,
+  s: { producers: number; bulkBatch: number; warmup: number; w6PauseMs: number },
+): Promise<Timed> {
   switch (id) {
-    case 'W1': return adds(system, 'w1', 1, s.warmup, false)
-    case 'W2': return adds(system, 'w2', s.producers, s.warmup, false)
-    case 'W3': return bulkAdds(system, s.bulkBatch)
-    case 'W5': return adds(system, 'w5', s.producers, s.warmup, true)
-    case 'W6': return handlerStart(system, s.w6PauseMs, s.warmup)
-    case 'W7': return heldKey(system, s.warmup)
+    case 'W1':
+      return adds(system, 'w1', 1, s.warmup, false)
+    case 'W2':
+      return adds(system, 'w2', s.producers, s.warmup, false)
+    case 'W3':
+      return bulkAdds(system, s.bulkBatch)
+    case 'W5':
+      return adds(system, 'w5', s.producers, s.warmup, true)
+    case 'W6':
+      return handlerStart(system, s.w6PauseMs, s.warmup)
+    case 'W7':
+      return heldKey(system, s.warmup)
   }
 }

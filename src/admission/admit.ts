@@ -2,7 +2,13 @@
 
 import { prepared } from '../db/prepared.js'
 import type { Execute } from '../db/executor.js'
-import { type AdmissionRow, type AnswerRow, type PlainBulkRow, admissionFromAnswer, plainAdmissions } from './answers.js'
+import {
+  type AdmissionRow,
+  type AnswerRow,
+  type PlainBulkRow,
+  admissionFromAnswer,
+  plainAdmissions,
+} from './answers.js'
 import { addJobParams, addJobsParams, addPlainJobParams, addPlainJobsParams } from './params.js'
 import { type AddRequest, isPlain } from './request.js'
 
@@ -16,7 +22,11 @@ export interface AdmissionTarget {
 }
 
 /** A keyed add through the Redis layer; `inPostgres` is the add as it is without Redis. */
-export type KeyedAdmission = (t: AdmissionTarget, req: AddRequest, inPostgres: () => Promise<AdmissionRow>) => Promise<AdmissionRow>
+export type KeyedAdmission = (
+  t: AdmissionTarget,
+  req: AddRequest,
+  inPostgres: () => Promise<AdmissionRow>,
+) => Promise<AdmissionRow>
 
 /** One add: how it was decided and the job that answers. */
 export function admitOne(t: AdmissionTarget, req: AddRequest): Promise<AdmissionRow> {
@@ -36,7 +46,8 @@ async function admitInPostgres(t: AdmissionTarget, req: AddRequest): Promise<Adm
 }
 
 /** A batch's answer: every item's admission in input order, or the one rejected item (nothing was added). */
-export type BatchAnswer = { rows: AdmissionRow[]; rejected: null } | { rows: null; rejected: { index: number; row: AdmissionRow } }
+export type BatchAnswer =
+  { rows: AdmissionRow[]; rejected: null } | { rows: null; rejected: { index: number; row: AdmissionRow } }
 
 /**
  * A batch, all or nothing. Plain batches (the common bulk load) skip the per-item decisions and answer in one row.
@@ -50,7 +61,9 @@ export async function admitMany(t: AdmissionTarget, reqs: readonly AddRequest[])
   const answers = await t.execute<AnswerRow>(prepared('add-jobs', t.schema), addJobsParams(t.queue, reqs))
   const rows = answers.map((a) => admissionFromAnswer(a, reqs[(a.ordinal as number) - 1] as AddRequest, t.queue))
   const bad = answers.findIndex((a) => a.error !== null)
-  if (bad >= 0) return { rows: null, rejected: { index: (answers[bad]?.ordinal as number) - 1, row: rows[bad] as AdmissionRow } }
-  if (rows.length !== reqs.length) throw new Error(`pgonce: a batch of ${reqs.length} was answered with ${rows.length} rows`)
+  if (bad >= 0)
+    return { rows: null, rejected: { index: (answers[bad]?.ordinal as number) - 1, row: rows[bad] as AdmissionRow } }
+  if (rows.length !== reqs.length)
+    throw new Error(`pgonce: a batch of ${reqs.length} was answered with ${rows.length} rows`)
   return { rows, rejected: null }
 }

@@ -6,8 +6,22 @@ const backoffJson = (r: AddRequest): string | null => (r.backoff === null ? null
 
 /** sql/add-job.sql: one add. */
 export function addJobParams(queue: string, r: AddRequest): unknown[] {
-  return [queue, r.name, r.dataJson, r.jobId, r.dedupId, r.dedupTtlMs, r.extend, r.replace,
-    r.delayMs, r.priority, r.attempts, backoffJson(r), r.dependsOn, r.traceContext]
+  return [
+    queue,
+    r.name,
+    r.dataJson,
+    r.jobId,
+    r.dedupId,
+    r.dedupTtlMs,
+    r.extend,
+    r.replace,
+    r.delayMs,
+    r.priority,
+    r.attempts,
+    backoffJson(r),
+    r.dependsOn,
+    r.traceContext,
+  ]
 }
 
 /** sql/add-plain-job.sql: one plain add. */
@@ -39,8 +53,16 @@ export function addPlainJobsParams(queue: string, reqs: readonly AddRequest[]): 
     backoffs[i] = backoffJson(r)
     traces[i] = r.traceContext
   }
-  return [queue, names, `[${data.join(',')}]`, unlessAllNull(delays), unlessAllNull(priorities), unlessAllNull(attempts),
-    unlessAllNull(backoffs), unlessAllNull(traces)]
+  return [
+    queue,
+    names,
+    `[${data.join(',')}]`,
+    unlessAllNull(delays),
+    unlessAllNull(priorities),
+    unlessAllNull(attempts),
+    unlessAllNull(backoffs),
+    unlessAllNull(traces),
+  ]
 }
 
 /** The array, or null when every element is null (unnest pads a null array with nulls). */
@@ -51,8 +73,20 @@ function unlessAllNull<T>(values: (T | null)[]): (T | null)[] | null {
 /** sql/add-jobs.sql: the items in the caller's order, one array per column. */
 export function addJobsParams(queue: string, reqs: readonly AddRequest[]): unknown[] {
   const pick = <T>(f: (r: AddRequest) => T): T[] => reqs.map(f)
-  return [queue, pick((r) => r.name), pick((r) => r.dataJson), pick((r) => r.jobId), pick((r) => r.dedupId),
-    pick((r) => r.dedupTtlMs), pick((r) => r.extend), pick((r) => r.replace), pick((r) => r.delayMs),
-    pick((r) => r.priority), pick((r) => r.attempts), pick(backoffJson),
-    pick((r) => (r.dependsOn === null ? null : `{${r.dependsOn.join(',')}}`)), pick((r) => r.traceContext)]
+  return [
+    queue,
+    pick((r) => r.name),
+    pick((r) => r.dataJson),
+    pick((r) => r.jobId),
+    pick((r) => r.dedupId),
+    pick((r) => r.dedupTtlMs),
+    pick((r) => r.extend),
+    pick((r) => r.replace),
+    pick((r) => r.delayMs),
+    pick((r) => r.priority),
+    pick((r) => r.attempts),
+    pick(backoffJson),
+    pick((r) => (r.dependsOn === null ? null : `{${r.dependsOn.join(',')}}`)),
+    pick((r) => r.traceContext),
+  ]
 }

@@ -2,8 +2,15 @@
 
 import type { Backoff } from '../job.js'
 import {
-  MAX_DURATION_MS, checkBoolean, checkInteger, checkJobIdRef, checkOptions, checkText, fail,
-  isPlainObject, serializeData,
+  MAX_DURATION_MS,
+  checkBoolean,
+  checkInteger,
+  checkJobIdRef,
+  checkOptions,
+  checkText,
+  fail,
+  isPlainObject,
+  serializeData,
 } from '../validate.js'
 
 /** Enqueue-side deduplication by key (docs/deduplication.md). */
@@ -59,10 +66,12 @@ export interface AddRequest {
 function checkBackoff(value: unknown, field: string): Backoff {
   if (typeof value === 'number') return { type: 'fixed', delay: checkInteger(value, field, 0, MAX_DURATION_MS) }
   const b = checkOptions<Backoff>(value, field, BACKOFF_KEYS)
-  if (b.type !== 'fixed' && b.type !== 'exponential') fail('INVALID_TYPE', `${field}.type`, "must be 'fixed' or 'exponential'")
+  if (b.type !== 'fixed' && b.type !== 'exponential')
+    fail('INVALID_TYPE', `${field}.type`, "must be 'fixed' or 'exponential'")
   const backoff: Backoff = { type: b.type, delay: checkInteger(b.delay, `${field}.delay`, 0, MAX_DURATION_MS) }
   if (b.jitter !== undefined) {
-    if (typeof b.jitter !== 'number' || !(b.jitter >= 0 && b.jitter <= 1)) fail('OUT_OF_RANGE', `${field}.jitter`, 'must be a number from 0 to 1')
+    if (typeof b.jitter !== 'number' || !(b.jitter >= 0 && b.jitter <= 1))
+      fail('OUT_OF_RANGE', `${field}.jitter`, 'must be a number from 0 to 1')
     backoff.jitter = b.jitter
   }
   return backoff
@@ -74,14 +83,23 @@ const NO_OPTIONS: Partial<JobOptions> = Object.freeze({})
  * Checks one add's name, data and options; `field` prefixes error fields (e.g. `items[3]`).
  * Runs once per item of a batch: the common case (a name, small data, few options) allocates little.
  */
-export function toAddRequest(name: unknown, data: unknown, options: unknown, field: string, maxDataBytes: number): AddRequest {
+export function toAddRequest(
+  name: unknown,
+  data: unknown,
+  options: unknown,
+  field: string,
+  maxDataBytes: number,
+): AddRequest {
   const at = field === '' ? '' : `${field}.`
   const opts = options === undefined ? NO_OPTIONS : checkOptions<JobOptions>(options, `${at}opts`, JOB_OPTION_KEYS)
   const req: AddRequest = {
     name: checkText(name, `${at}name`),
     dataJson: serializeData(data === undefined ? {} : data, `${at}data`, maxDataBytes),
     jobId: opts.jobId === undefined ? null : checkText(opts.jobId, `${at}opts.jobId`),
-    dedupId: null, dedupTtlMs: null, extend: false, replace: false,
+    dedupId: null,
+    dedupTtlMs: null,
+    extend: false,
+    replace: false,
     delayMs: opts.delay === undefined ? null : checkInteger(opts.delay, `${at}opts.delay`, 0, MAX_DURATION_MS),
     priority: opts.priority === undefined ? null : checkInteger(opts.priority, `${at}opts.priority`, 0),
     attempts: opts.attempts === undefined ? null : checkInteger(opts.attempts, `${at}opts.attempts`, 1),
@@ -97,7 +115,8 @@ export function toAddRequest(name: unknown, data: unknown, options: unknown, fie
     req.dedupTtlMs = d.ttl === undefined ? null : checkInteger(d.ttl, `${f}.ttl`, 1, MAX_DURATION_MS)
     req.extend = d.extend === undefined ? false : checkBoolean(d.extend, `${f}.extend`)
     req.replace = d.replace === undefined ? false : checkBoolean(d.replace, `${f}.replace`)
-    if (req.extend && !req.replace && req.dedupTtlMs === null) fail('REQUIRED', `${f}.ttl`, 'extend needs a ttl to extend')
+    if (req.extend && !req.replace && req.dedupTtlMs === null)
+      fail('REQUIRED', `${f}.ttl`, 'extend needs a ttl to extend')
   }
   if (opts.dependsOn !== undefined) {
     const f = `${at}opts.dependsOn`

@@ -72,7 +72,10 @@ export class RedisGate {
   private lastWarn = 0
   private unwarned = 0
 
-  constructor(private readonly timeoutMs: number, private readonly logger: Logger) {}
+  constructor(
+    private readonly timeoutMs: number,
+    private readonly logger: Logger,
+  ) {}
 
   /** True while the breaker keeps Redis out (callers count `breaker-open` themselves when it matters). */
   get open(): boolean {
@@ -138,7 +141,9 @@ export class RedisGate {
     } else if (this.failures >= FAILURES_TO_OPEN && Date.now() - this.succeededAt >= QUIET_MS) {
       this.openUntil = Date.now() + this.openMs
     }
-    this.warn({ err: err.message, command: what, breakerOpenMs: this.openUntil === 0 ? 0 : this.openMs },
-      'pgonce: Redis command failed; answering from Postgres')
+    this.warn(
+      { err: err.message, command: what, breakerOpenMs: this.openUntil === 0 ? 0 : this.openMs },
+      'pgonce: Redis command failed; answering from Postgres',
+    )
   }
 }

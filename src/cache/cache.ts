@@ -11,7 +11,14 @@ import { FAILED, RedisGate } from './breaker.js'
 import { DbClock } from './db-clock.js'
 import { EpochListener } from './epoch-listener.js'
 import { type Fact, KeyNames } from './keys.js'
-import { COMMAND_TIMEOUT_MS, type RedisHandle, type RedisLike, type RedisOption, openRedis, warnIfEvicting } from './redis-client.js'
+import {
+  COMMAND_TIMEOUT_MS,
+  type RedisHandle,
+  type RedisLike,
+  type RedisOption,
+  openRedis,
+  warnIfEvicting,
+} from './redis-client.js'
 import { type CacheState, Invalidation } from './invalidation.js'
 import { listenConfig } from '../db/listen-config.js'
 
@@ -110,9 +117,22 @@ export class Cache implements CacheState {
     void handle.ready.then(() => warnIfEvicting(handle.client, this.logger))
     // Keepalives (in listenConfig): a silently dropped connection must be noticed, for the cache stops answering only
     // once it is.
-    const config = listenConfig(this.setup.pool, this.setup.listenConnectionString ?? null, `pgonce-cache ${this.schema} ${process.pid}`)
-    this.listener = new EpochListener(config, channelOf(this.schema), this.schema, handle.client, names, this.gate,
-      this.clock, this.execute, this.logger)
+    const config = listenConfig(
+      this.setup.pool,
+      this.setup.listenConnectionString ?? null,
+      `pgonce-cache ${this.schema} ${process.pid}`,
+    )
+    this.listener = new EpochListener(
+      config,
+      channelOf(this.schema),
+      this.schema,
+      handle.client,
+      names,
+      this.gate,
+      this.clock,
+      this.execute,
+      this.logger,
+    )
     this.listener.start()
   }
 
@@ -132,7 +152,9 @@ export class Cache implements CacheState {
     const { client, names } = redis
     const b = fact.bucket
     const epoch = listener.epoch(b)
-    const got = await this.gate.run('pre-check', () => client.mget(names.epoch(b), names.hold(b), names.entry(fact, epoch)))
+    const got = await this.gate.run('pre-check', () =>
+      client.mget(names.epoch(b), names.hold(b), names.entry(fact, epoch)),
+    )
     if (got === FAILED) return null
     const [stored, held, value] = got
     const newer = Number(stored ?? 0)
@@ -165,7 +187,9 @@ export class Cache implements CacheState {
 
   /** Tracks `work` (a read after a commit, a write of an entry) running in the background; close() waits for it. */
   background(work: Promise<unknown>): void {
-    const tracked = work.catch((err: Error) => this.logger.debug({ err }, 'pgonce: cache entry not written')).finally(() => this.pending.delete(tracked))
+    const tracked = work
+      .catch((err: Error) => this.logger.debug({ err }, 'pgonce: cache entry not written'))
+      .finally(() => this.pending.delete(tracked))
     this.pending.add(tracked)
   }
 

@@ -45,8 +45,12 @@ export function keyedAdmission(cache: Cache, inCallerTx: boolean): KeyedAdmissio
  * may end the key's fact (extend, replace) and publishing the bucket's epoch after a commit that bumped it. An entry is
  * written when Postgres answers a repeat (the key was held before this add): keys added once take no memory in Redis.
  */
-async function admitKeyed(t: AdmissionTarget, scope: CacheScope, req: AddRequest,
-  inPostgres: () => Promise<AdmissionRow>): Promise<AdmissionRow> {
+async function admitKeyed(
+  t: AdmissionTarget,
+  scope: CacheScope,
+  req: AddRequest,
+  inPostgres: () => Promise<AdmissionRow>,
+): Promise<AdmissionRow> {
   const { cache } = scope
   const fact = dedupFact(t.queue, req.dedupId as string)
   if (answerable(req, scope)) {
@@ -64,10 +68,17 @@ async function admitKeyed(t: AdmissionTarget, scope: CacheScope, req: AddRequest
     const admission = admissionFromAnswer(answer, req, t.queue)
     cache.clock.sample(sent, answer.cache_now_ms)
     // An end Redis could not be told of is answered once every cache has heard it (docs/redis.md).
-    if (answer.cache_will_bump === true && !(await cache.invalidation.publish([fact.bucket]))) await settle(settleOf([answer]))
+    if (answer.cache_will_bump === true && !(await cache.invalidation.publish([fact.bucket])))
+      await settle(settleOf([answer]))
     const repeat = admission.error === null && admission.outcome !== 'added' && admission.outcome !== 'replaced'
     if (repeat && answer.cache_owned === true && answer.cache_expires_ms !== null && answer.cache_now_ms !== null) {
-      cache.remember(fact, Number(answer.cache_epoch), entryOf(admission), Number(answer.cache_expires_ms), Number(answer.cache_now_ms))
+      cache.remember(
+        fact,
+        Number(answer.cache_epoch),
+        entryOf(admission),
+        Number(answer.cache_expires_ms),
+        Number(answer.cache_now_ms),
+      )
     }
     return admission
   } finally {
@@ -85,9 +96,26 @@ const date = (ms: unknown): Date | null => (typeof ms === 'number' ? new Date(ms
  * entry was written.
  */
 function entryOf(r: AdmissionRow): string {
-  const fields = [r.id, r.name, r.job_id, r.data, r.state, r.priority, time(r.run_at), r.attempts, r.max_attempts,
-    r.backoff ?? null, time(r.created_at), time(r.started_at), time(r.finished_at), r.last_error, r.error_stack,
-    r.result ?? null, r.progress ?? null, time(r.cancel_requested_at)]
+  const fields = [
+    r.id,
+    r.name,
+    r.job_id,
+    r.data,
+    r.state,
+    r.priority,
+    time(r.run_at),
+    r.attempts,
+    r.max_attempts,
+    r.backoff ?? null,
+    time(r.created_at),
+    time(r.started_at),
+    time(r.finished_at),
+    r.last_error,
+    r.error_stack,
+    r.result ?? null,
+    r.progress ?? null,
+    time(r.cancel_requested_at),
+  ]
   while (fields.length > 0 && fields[fields.length - 1] === null) fields.pop()
   return JSON.stringify(fields)
 }
@@ -104,13 +132,50 @@ function admissionFromEntry(payload: string, queue: string, key: string): Admiss
     return null
   }
   if (!Array.isArray(fields) || typeof fields[0] !== 'string' || typeof fields[1] !== 'string') return null
-  const [id, name, jobId, data, state, priority, runAt, attempts, maxAttempts, backoff = null, createdAt, startedAt = null,
-    finishedAt = null, lastError = null, errorStack = null, result = null, progress = null, cancelRequestedAt = null] = fields
+  const [
+    id,
+    name,
+    jobId,
+    data,
+    state,
+    priority,
+    runAt,
+    attempts,
+    maxAttempts,
+    backoff = null,
+    createdAt,
+    startedAt = null,
+    finishedAt = null,
+    lastError = null,
+    errorStack = null,
+    result = null,
+    progress = null,
+    cancelRequestedAt = null,
+  ] = fields
   return {
-    outcome: 'duplicate-key', error: null,
-    id, queue, name, job_id: jobId, data, state, priority, run_at: date(runAt), attempts, max_attempts: maxAttempts,
-    backoff, dedup_key: key, lock_token: null, locked_until: null, last_error: lastError, error_stack: errorStack,
-    created_at: date(createdAt), started_at: date(startedAt), finished_at: date(finishedAt), result, progress,
+    outcome: 'duplicate-key',
+    error: null,
+    id,
+    queue,
+    name,
+    job_id: jobId,
+    data,
+    state,
+    priority,
+    run_at: date(runAt),
+    attempts,
+    max_attempts: maxAttempts,
+    backoff,
+    dedup_key: key,
+    lock_token: null,
+    locked_until: null,
+    last_error: lastError,
+    error_stack: errorStack,
+    created_at: date(createdAt),
+    started_at: date(startedAt),
+    finished_at: date(finishedAt),
+    result,
+    progress,
     cancel_requested_at: date(cancelRequestedAt),
   } as AdmissionRow
 }

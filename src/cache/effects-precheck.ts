@@ -42,12 +42,20 @@ export class EffectsCache {
   private rememberFrom(query: string, fact: Fact, key: string): void {
     const { cache } = this
     if (!cache.writable) return
-    cache.background((async () => {
-      const sent = cache.clock.mark()
-      const [row] = await cache.execute<EntryRow>(sqlFor(query, cache.schema), [key])
-      if (row === undefined) return
-      cache.clock.sample(sent, row.now_ms)
-      cache.remember(fact, Number(row.epoch), '', row.expires_ms === null ? null : Number(row.expires_ms), Number(row.now_ms))
-    })())
+    cache.background(
+      (async () => {
+        const sent = cache.clock.mark()
+        const [row] = await cache.execute<EntryRow>(sqlFor(query, cache.schema), [key])
+        if (row === undefined) return
+        cache.clock.sample(sent, row.now_ms)
+        cache.remember(
+          fact,
+          Number(row.epoch),
+          '',
+          row.expires_ms === null ? null : Number(row.expires_ms),
+          Number(row.now_ms),
+        )
+      })(),
+    )
   }
 }

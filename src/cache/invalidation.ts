@@ -74,7 +74,6 @@
 // commits noticed only when the listener notices its connection is gone, two copies of one database (same
 // settings.cache_instance) sharing one Redis, and SHA-256 collisions of two keys (2^-160 per pair).
 
-
 import type { Execute } from '../db/executor.js'
 import { sqlFor } from '../db/sql-files.js'
 import type { Logger } from '../logger.js'
@@ -109,20 +108,34 @@ interface EpochRow {
 }
 
 export class Invalidation {
-  constructor(private readonly cache: CacheState, private readonly logger: Logger) {}
+  constructor(
+    private readonly cache: CacheState,
+    private readonly logger: Logger,
+  ) {}
 
   /** Before a statement that may end facts of `buckets`: pre-checks of them miss until released (or HOLD_MS). True if held. */
   async hold(buckets: readonly number[]): Promise<boolean> {
     const redis = this.cache.connection()
     if (redis === null || !this.cache.writable || buckets.length === 0) return false
-    const done = await this.cache.gate.run('hold', () => hold(redis.client, buckets.map((b) => redis.names.hold(b)), HOLD_MS))
+    const done = await this.cache.gate.run('hold', () =>
+      hold(
+        redis.client,
+        buckets.map((b) => redis.names.hold(b)),
+        HOLD_MS,
+      ),
+    )
     return done !== FAILED
   }
 
   async release(buckets: readonly number[]): Promise<void> {
     const redis = this.cache.connection()
     if (redis === null || buckets.length === 0) return
-    await this.cache.gate.run('release', () => release(redis.client, buckets.map((b) => redis.names.hold(b))))
+    await this.cache.gate.run('release', () =>
+      release(
+        redis.client,
+        buckets.map((b) => redis.names.hold(b)),
+      ),
+    )
   }
 
   /**
@@ -137,15 +150,24 @@ export class Invalidation {
     try {
       rows = await this.cache.execute<EpochRow>(sqlFor('cache-epochs', this.cache.schema), [buckets])
     } catch (err) {
-      this.logger.warn({ err }, 'pgonce: could not read the cache epochs after a change; other processes learn it by NOTIFY')
+      this.logger.warn(
+        { err },
+        'pgonce: could not read the cache epochs after a change; other processes learn it by NOTIFY',
+      )
       return false
     }
-    const known = rows.map((r) => ({ bucket: r.bucket, epoch: Number(r.epoch) }))
+    const known = rows
+      .map((r) => ({ bucket: r.bucket, epoch: Number(r.epoch) }))
       .filter((r) => buckets !== null || r.epoch > (before[r.bucket] ?? 0))
     for (const r of known) this.cache.listening()?.learn(r.bucket, r.epoch)
     if (known.length === 0) return true
-    const raised = await this.cache.gate.run('raise epochs',
-      () => raiseEpochs(redis.client, known.map((r) => redis.names.epoch(r.bucket)), known.map((r) => r.epoch)))
+    const raised = await this.cache.gate.run('raise epochs', () =>
+      raiseEpochs(
+        redis.client,
+        known.map((r) => redis.names.epoch(r.bucket)),
+        known.map((r) => r.epoch),
+      ),
+    )
     return raised !== FAILED
   }
 
@@ -154,8 +176,12 @@ export class Invalidation {
    * of (3): hold, statement, then (outside a caller's transaction) publish, and when Redis could not be told, the wait
    * `settleMs` of its answer says; then release.
    */
-  async ending<T>(facts: readonly Fact[] | 'all', inCallerTx: boolean, statement: () => Promise<T>,
-    settleMs: (result: T) => number | Promise<number>): Promise<T> {
+  async ending<T>(
+    facts: readonly Fact[] | 'all',
+    inCallerTx: boolean,
+    statement: () => Promise<T>,
+    settleMs: (result: T) => number | Promise<number>,
+  ): Promise<T> {
     const buckets = facts === 'all' ? [] : [...new Set(facts.map((f) => f.bucket))]
     if (facts !== 'all' && buckets.length === 0) return statement()
     await this.cache.start()
@@ -180,8 +206,13 @@ export class Invalidation {
  * transaction, the wait `settleMs` of its answer says (docs/redis.md): either way no process answers an ended fact
  * from Redis once this returns.
  */
-export async function endingFacts<T>(cache: { invalidation: Invalidation } | undefined, facts: () => readonly Fact[] | 'all',
-  inCallerTx: boolean, statement: () => Promise<T>, settleMs: (result: T) => number | Promise<number>): Promise<T> {
+export async function endingFacts<T>(
+  cache: { invalidation: Invalidation } | undefined,
+  facts: () => readonly Fact[] | 'all',
+  inCallerTx: boolean,
+  statement: () => Promise<T>,
+  settleMs: (result: T) => number | Promise<number>,
+): Promise<T> {
   if (cache !== undefined) return cache.invalidation.ending(facts(), inCallerTx, statement, settleMs)
   const result = await statement()
   if (!inCallerTx) await settle(await settleMs(result))

@@ -53,7 +53,10 @@ function fact(kind: FactKind, ident: string, prefix: string): Fact {
  * schema name never read each other's keys. The keys of a bucket share the hash tag, for the one MGET of a pre-check.
  */
 export class KeyNames {
-  constructor(private readonly schema: string, private readonly instance: string) {}
+  constructor(
+    private readonly schema: string,
+    private readonly instance: string,
+  ) {}
 
   private tag(bucket: number): string {
     return `pgonce:{${this.schema}:${bucket}}:${this.instance}`

@@ -97,8 +97,13 @@ export class ListenerLease {
     if (this.client !== client) {
       this.detach()
       this.client = client
-      this.renewal = setInterval(() => void this.register(client).catch((err: Error) =>
-        this.logger.debug({ err }, 'pgonce: cache listener could not renew its lease')), RENEW_EVERY_MS)
+      this.renewal = setInterval(
+        () =>
+          void this.register(client).catch((err: Error) =>
+            this.logger.debug({ err }, 'pgonce: cache listener could not renew its lease'),
+          ),
+        RENEW_EVERY_MS,
+      )
       this.renewal.unref?.()
     }
     this.heard(sentAt)
@@ -130,7 +135,8 @@ export class ListenerLease {
     if (this.leaseUntil === 0) return
     this.leaseUntil = 0
     const gone = execute(sqlFor('cache-unregister', this.schema), [this.id]).catch((err: Error) =>
-      this.logger.debug({ err }, 'pgonce: cache listener could not delete its lease; it expires by itself'))
+      this.logger.debug({ err }, 'pgonce: cache listener could not delete its lease; it expires by itself'),
+    )
     let timer: NodeJS.Timeout | undefined
     await Promise.race([gone, new Promise((r) => (timer = setTimeout(r, UNREGISTER_WAIT_MS)))])
     clearTimeout(timer)
@@ -162,6 +168,7 @@ export class ListenerLease {
       // Not sent: the next tick sends another (trust runs out meanwhile).
       () => {
         if (this.beating === sent) this.beating = null
-      })
+      },
+    )
   }
 }

@@ -44,10 +44,15 @@ const METHODS = ['mget', 'set', 'eval', 'config'] as const
 export function checkRedisOption(value: unknown, field: string): RedisOption | undefined {
   if (value === undefined) return undefined
   if (typeof value === 'string') {
-    if (!/^rediss?:\/\/./.test(value)) fail('INVALID_TYPE', field, 'must be a redis:// or rediss:// URL, or an ioredis client')
+    if (!/^rediss?:\/\/./.test(value))
+      fail('INVALID_TYPE', field, 'must be a redis:// or rediss:// URL, or an ioredis client')
     return value
   }
-  if (typeof value !== 'object' || value === null || METHODS.some((m) => typeof (value as Record<string, unknown>)[m] !== 'function')) {
+  if (
+    typeof value !== 'object' ||
+    value === null ||
+    METHODS.some((m) => typeof (value as Record<string, unknown>)[m] !== 'function')
+  ) {
     fail('INVALID_TYPE', field, `must be an ioredis client (${METHODS.join(', ')}) or a redis:// URL`)
   }
   return value as RedisLike
@@ -65,13 +70,17 @@ export interface RedisHandle {
 
 /** A caller's client as is; for a URL, imports ioredis (only now) and opens a client with bounded commands. */
 export async function openRedis(option: RedisOption, logger: Logger): Promise<RedisHandle> {
-  if (typeof option !== 'string') return { client: option, connected: () => true, ready: Promise.resolve(), close: async () => {} }
+  if (typeof option !== 'string')
+    return { client: option, connected: () => true, ready: Promise.resolve(), close: async () => {} }
   let Redis: new (url: string, options: Record<string, unknown>) => OwnedRedis
   try {
     const mod = await import('ioredis')
     Redis = mod.Redis ?? mod.default
   } catch (err) {
-    throw new Error("pgonce: options.redis is a URL, which needs the optional peer dependency 'ioredis' (npm install ioredis)", { cause: err })
+    throw new Error(
+      "pgonce: options.redis is a URL, which needs the optional peer dependency 'ioredis' (npm install ioredis)",
+      { cause: err },
+    )
   }
   const client = new Redis(option, {
     connectionName: 'pgonce',
@@ -90,10 +99,12 @@ export async function openRedis(option: RedisOption, logger: Logger): Promise<Re
   })
   // Commands before the first connection would fail at once (no offline queue): until then the layer sends none.
   let connected = false
-  const ready = new Promise<void>((resolve) => client.once('ready', () => {
-    connected = true
-    resolve()
-  }))
+  const ready = new Promise<void>((resolve) =>
+    client.once('ready', () => {
+      connected = true
+      resolve()
+    }),
+  )
   return {
     client,
     connected: () => connected,
@@ -120,7 +131,10 @@ export async function warnIfEvicting(client: RedisLike, logger: Logger): Promise
   warnedClients.add(client)
   const policy = String(answer[1] ?? '')
   if (policy.startsWith('allkeys-')) {
-    logger.warn({ policy }, `pgonce: Redis maxmemory-policy is ${policy}: under memory pressure it evicts pgonce's entries and epoch keys `
-      + 'like any other key (no wrong answer, but the cache stops helping); use noeviction or a volatile-* policy (docs/redis.md)')
+    logger.warn(
+      { policy },
+      `pgonce: Redis maxmemory-policy is ${policy}: under memory pressure it evicts pgonce's entries and epoch keys ` +
+        'like any other key (no wrong answer, but the cache stops helping); use noeviction or a volatile-* policy (docs/redis.md)',
+    )
   }
 }

@@ -26,7 +26,8 @@ export const parseKey = parser((value) => checkText(value, 'key'))
 export function parseInteger(min: number, max: number): (value: string) => number {
   return (value) => {
     const n = Number(value)
-    if (!/^\d+$/.test(value) || n < min || n > max) throw new InvalidArgumentError(`must be a whole number from ${min} to ${max}`)
+    if (!/^\d+$/.test(value) || n < min || n > max)
+      throw new InvalidArgumentError(`must be a whole number from ${min} to ${max}`)
     return n
   }
 }
@@ -34,7 +35,8 @@ export function parseInteger(min: number, max: number): (value: string) => numbe
 /** A number of seconds above 0 (fractions allowed), at most an hour. */
 export function parseSeconds(value: string): number {
   const n = Number(value)
-  if (!/^\d+(\.\d+)?$/.test(value) || n <= 0 || n > 3600) throw new InvalidArgumentError('must be a number of seconds above 0, at most 3600')
+  if (!/^\d+(\.\d+)?$/.test(value) || n <= 0 || n > 3600)
+    throw new InvalidArgumentError('must be a number of seconds above 0, at most 3600')
   return n
 }
 

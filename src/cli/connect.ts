@@ -65,12 +65,19 @@ const CONNECT_ERRORS: Record<string, string> = {
 }
 
 /** A database or network error as one line naming the server (never the URL: it may hold a password). */
-function describe(err: unknown, target: string, timeoutS: number, answerS: number, DatabaseError: typeof pg.DatabaseError): unknown {
+function describe(
+  err: unknown,
+  target: string,
+  timeoutS: number,
+  answerS: number,
+  DatabaseError: typeof pg.DatabaseError,
+): unknown {
   if (err instanceof CliError || err instanceof ValidationError) return err
   const e = err as { code?: string; message?: string }
   const reason = e.code === undefined ? undefined : CONNECT_ERRORS[e.code]
   if (reason !== undefined) return failure(`cannot connect to ${target}: ${reason}`)
-  if (/connection timeout|timeout expired/i.test(e.message ?? '')) return failure(`cannot connect to ${target}: no answer within ${timeoutS} s`)
+  if (/connection timeout|timeout expired/i.test(e.message ?? ''))
+    return failure(`cannot connect to ${target}: no answer within ${timeoutS} s`)
   if (/query read timeout/i.test(e.message ?? '')) return failure(`${target}: no answer within ${answerS} s`)
   if (/connection terminated/i.test(e.message ?? '')) return failure(`lost the connection to ${target}: ${e.message}`)
   if (err instanceof DatabaseError) return failure(`${target}: ${err.message}`)
@@ -79,32 +86,51 @@ function describe(err: unknown, target: string, timeoutS: number, answerS: numbe
 
 async function checkMigrated(pool: pg.Pool, schema: string): Promise<void> {
   const hint = `run \`pgonce migrate${schema === DEFAULT_SCHEMA ? '' : ` --schema ${schema}`}\``
-  const { rows: [found] } = await pool.query<{ present: boolean; tracked: boolean }>(
+  const {
+    rows: [found],
+  } = await pool.query<{ present: boolean; tracked: boolean }>(
     'select exists (select 1 from pg_namespace where nspname = $1) as present, to_regclass($2) is not null as tracked',
-    [schema, `"${schema}".migrations`])
+    [schema, `"${schema}".migrations`],
+  )
   if (found?.present !== true) throw failure(`schema ${schema} does not exist: ${hint}`)
   if (found.tracked !== true) throw failure(`schema ${schema} holds no pgonce tables: ${hint}`)
-  const { rows } = await pool.query<{ filename: string }>(fillPlaceholders('select filename from :PGONCE_SCHEMA.migrations', schema))
+  const { rows } = await pool.query<{ filename: string }>(
+    fillPlaceholders('select filename from :PGONCE_SCHEMA.migrations', schema),
+  )
   const applied = new Set(rows.map((r) => r.filename))
   const missing = committedMigrations().filter((m) => !applied.has(m.filename)).length
-  if (missing > 0) throw failure(`schema ${schema} is not up to date (${missing} migration${missing === 1 ? '' : 's'} to apply): ${hint}`)
+  if (missing > 0)
+    throw failure(
+      `schema ${schema} is not up to date (${missing} migration${missing === 1 ? '' : 's'} to apply): ${hint}`,
+    )
 }
 
 /**
  * Runs `fn` on the schema of `cmd`'s options, then ends the pool. Unless `migrated: false` (for `migrate` itself),
  * the schema must exist and be up to date.
  */
-export async function withDb<T>(cmd: Command, fn: (db: Db) => Promise<T>, options: { migrated?: boolean } = {}): Promise<T> {
+export async function withDb<T>(
+  cmd: Command,
+  fn: (db: Db) => Promise<T>,
+  options: { migrated?: boolean } = {},
+): Promise<T> {
   const globals = cmd.optsWithGlobals<GlobalOptions>()
   const schema = schemaOf(cmd)
   const target = checkUrl(globals.databaseUrl)
-  const [{ default: driver }, { Queue }, bounds] = await Promise.all([import('pg'), import('../queue.js'), import('../db/connection.js')])
+  const [{ default: driver }, { Queue }, bounds] = await Promise.all([
+    import('pg'),
+    import('../queue.js'),
+    import('../db/connection.js'),
+  ])
   const answerMs = bounds.DEFAULT_STATEMENT_TIMEOUT_MS + bounds.ANSWER_GRACE_MS
   const pool = new driver.Pool({
-    connectionString: globals.databaseUrl, max: 4, connectionTimeoutMillis: globals.connectTimeout * 1000,
+    connectionString: globals.databaseUrl,
+    max: 4,
+    connectionTimeoutMillis: globals.connectTimeout * 1000,
     application_name: 'pgonce-cli',
     // Bounded like a Queue's own pool (docs/operations.md, "Bounded waits"): a server that stops answering fails the command.
-    statement_timeout: bounds.DEFAULT_STATEMENT_TIMEOUT_MS, query_timeout: answerMs,
+    statement_timeout: bounds.DEFAULT_STATEMENT_TIMEOUT_MS,
+    query_timeout: answerMs,
   })
   // An idle connection the server drops must not crash the CLI: the next statement reports it.
   pool.on('error', () => {})
@@ -141,12 +167,20 @@ export interface ItemOptions {
 }
 
 /** `<parent> <name> <ARG> --queue Q [--json]`: runs `run` with the Queue of Q, on a schema checked to be migrated. */
-export function itemCommand(parent: Command, name: string, description: string,
+export function itemCommand(
+  parent: Command,
+  name: string,
+  description: string,
   arg: { name: string; description: string; parse: (value: string) => string },
-  run: (queue: Queue, value: string, opts: ItemOptions) => Promise<void>): void {
-  parent.command(name).description(description)
+  run: (queue: Queue, value: string, opts: ItemOptions) => Promise<void>,
+): void {
+  parent
+    .command(name)
+    .description(description)
     .argument(`<${arg.name}>`, arg.description, arg.parse)
     .addOption(queueOption())
     .addOption(jsonOption())
-    .action((value: string, opts: ItemOptions, cmd: Command) => withDb(cmd, (db) => run(db.queue(opts.queue), value, opts)))
+    .action((value: string, opts: ItemOptions, cmd: Command) =>
+      withDb(cmd, (db) => run(db.queue(opts.queue), value, opts)),
+    )
 }

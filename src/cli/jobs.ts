@@ -12,11 +12,26 @@ import { emit, failure, keyValues, table } from './output.js'
 /** A job as `--json` prints it: the fields of `Job`, in this order. */
 export function jobJson(job: Job) {
   return {
-    id: job.id, queue: job.queue, name: job.name, jobId: job.jobId, state: job.state, data: job.data,
-    priority: job.priority, attempts: job.attempts, maxAttempts: job.maxAttempts, backoff: job.backoff,
-    deduplicationId: job.deduplicationId, runAt: job.runAt, createdAt: job.createdAt, startedAt: job.startedAt,
-    finishedAt: job.finishedAt, cancelRequestedAt: job.cancelRequestedAt, progress: job.progress, result: job.result,
-    failedReason: job.failedReason, stacktrace: job.stacktrace,
+    id: job.id,
+    queue: job.queue,
+    name: job.name,
+    jobId: job.jobId,
+    state: job.state,
+    data: job.data,
+    priority: job.priority,
+    attempts: job.attempts,
+    maxAttempts: job.maxAttempts,
+    backoff: job.backoff,
+    deduplicationId: job.deduplicationId,
+    runAt: job.runAt,
+    createdAt: job.createdAt,
+    startedAt: job.startedAt,
+    finishedAt: job.finishedAt,
+    cancelRequestedAt: job.cancelRequestedAt,
+    progress: job.progress,
+    result: job.result,
+    failedReason: job.failedReason,
+    stacktrace: job.stacktrace,
   }
 }
 
@@ -44,30 +59,43 @@ const CANCELLED: Record<string, string> = {
   'already-finished': 'already finished, nothing changed',
 }
 
-interface ListOpts { queue: string; json?: boolean; state?: JobState[]; limit: number; after?: string }
+interface ListOpts {
+  queue: string
+  json?: boolean
+  state?: JobState[]
+  limit: number
+  after?: string
+}
 
 export function registerJobs(program: Command): void {
   const jobs = program.command('jobs').description('list, show, retry, cancel or remove the jobs of a queue')
 
-  jobs.command('list')
+  jobs
+    .command('list')
     .description('a page of jobs, newest first')
     .addOption(queueOption())
     .option('--state <state...>', `only jobs in these states (${JOB_STATES.join(', ')})`, parseStates)
     .option('--limit <n>', 'at most this many (1 to 10000)', parseInteger(1, 10_000), 100)
     .option('--after <id>', 'the next page: jobs older than this id', parseJobId)
     .addOption(jsonOption())
-    .action((opts: ListOpts, cmd: Command) => withDb(cmd, async (db) => {
-      const page = await db.queue(opts.queue).getJobs({
-        limit: opts.limit, ...(opts.state && { states: opts.state }), ...(opts.after && { after: opts.after }),
-      })
-      const next = page.length === opts.limit ? (page.at(-1) as Job).id : null
-      emit(opts.json, { jobs: page.map(jobJson), next }, () => {
-        if (page.length === 0) return 'no jobs\n'
-        const rows = page.map((j) => [j.id, j.name, j.state, `${j.attempts}/${j.maxAttempts}`, j.jobId, j.createdAt])
-        return table(['id', 'name', 'state', 'attempts', 'jobId', 'createdAt'], rows, [0])
-          + (next === null ? '' : `next page: --after ${next}\n`)
-      })
-    }))
+    .action((opts: ListOpts, cmd: Command) =>
+      withDb(cmd, async (db) => {
+        const page = await db.queue(opts.queue).getJobs({
+          limit: opts.limit,
+          ...(opts.state && { states: opts.state }),
+          ...(opts.after && { after: opts.after }),
+        })
+        const next = page.length === opts.limit ? (page.at(-1) as Job).id : null
+        emit(opts.json, { jobs: page.map(jobJson), next }, () => {
+          if (page.length === 0) return 'no jobs\n'
+          const rows = page.map((j) => [j.id, j.name, j.state, `${j.attempts}/${j.maxAttempts}`, j.jobId, j.createdAt])
+          return (
+            table(['id', 'name', 'state', 'attempts', 'jobId', 'createdAt'], rows, [0]) +
+            (next === null ? '' : `next page: --after ${next}\n`)
+          )
+        })
+      }),
+    )
 
   const ID = { name: 'id', description: 'the job id (job.id)', parse: parseJobId }
   const notFound = (id: string, queue: string) => failure(`job ${id} not found in queue ${queue}`)

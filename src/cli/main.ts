@@ -21,7 +21,7 @@ const program = new Command('pgonce')
   .description('operate a pgonce schema: migrate, inspect and control queues, jobs and dedup keys')
   .version(version)
   .addOption(new Option('--database-url <url>', 'PostgreSQL URL').env('DATABASE_URL'))
-  .option('--schema <name>', 'the schema holding pgonce\'s tables', 'pgonce')
+  .option('--schema <name>', "the schema holding pgonce's tables", 'pgonce')
   .option('--connect-timeout <seconds>', 'give up connecting after this long', parseSeconds, 5)
   // Settings inherited by every command added below: each help lists these options too; commander throws instead of
   // exiting, and reportError maps its errors (usage, unknown command or option, bad argument) to exit code 2.

@@ -10,7 +10,10 @@ export const EXIT_USAGE = 2
 
 /** An error the CLI reports as one line on stderr, ending with `exitCode`. */
 export class CliError extends Error {
-  constructor(message: string, readonly exitCode: typeof EXIT_FAILURE | typeof EXIT_USAGE) {
+  constructor(
+    message: string,
+    readonly exitCode: typeof EXIT_FAILURE | typeof EXIT_USAGE,
+  ) {
     super(message)
   }
 }
@@ -46,24 +49,45 @@ export function brief(value: string | null, max = 60): string {
 }
 
 const BORDERLESS = {
-  top: '', 'top-mid': '', 'top-left': '', 'top-right': '', bottom: '', 'bottom-mid': '', 'bottom-left': '',
-  'bottom-right': '', left: '', 'left-mid': '', mid: '', 'mid-mid': '', right: '', 'right-mid': '', middle: '  ',
+  top: '',
+  'top-mid': '',
+  'top-left': '',
+  'top-right': '',
+  bottom: '',
+  'bottom-mid': '',
+  'bottom-left': '',
+  'bottom-right': '',
+  left: '',
+  'left-mid': '',
+  mid: '',
+  'mid-mid': '',
+  right: '',
+  'right-mid': '',
+  middle: '  ',
 }
 
 /** A table with a header row, columns two spaces apart; `numeric` columns are right-aligned. */
 export function table(head: string[], rows: unknown[][], numeric: number[] = []): string {
   const t = new Table({
-    head, chars: BORDERLESS, style: { 'padding-left': 0, 'padding-right': 0, head: [], border: [] },
+    head,
+    chars: BORDERLESS,
+    style: { 'padding-left': 0, 'padding-right': 0, head: [], border: [] },
     colAligns: head.map((_, i) => (numeric.includes(i) ? 'right' : 'left')),
   })
   t.push(...rows.map((row) => row.map(text)))
-  return `${t.toString().split('\n').map((line) => line.trimEnd()).join('\n')}\n`
+  return `${t
+    .toString()
+    .split('\n')
+    .map((line) => line.trimEnd())
+    .join('\n')}\n`
 }
 
 /** `key: value` lines with the values aligned; a value of several lines continues indented. */
 export function keyValues(pairs: [string, unknown][]): string {
   const width = Math.max(...pairs.map(([key]) => key.length)) + 2
-  return pairs.map(([key, value]) => `${`${key}:`.padEnd(width)}${text(value).replace(/\n/g, `\n${' '.repeat(width)}`)}\n`).join('')
+  return pairs
+    .map(([key, value]) => `${`${key}:`.padEnd(width)}${text(value).replace(/\n/g, `\n${' '.repeat(width)}`)}\n`)
+    .join('')
 }
 
 /** Prints `value` as one line of JSON with `--json`, else what `render` makes of it. */

@@ -15,26 +15,35 @@ async function checkKnown(db: Db, queue: string, verb: string): Promise<void> {
   const { rows } = await db.pool.query<{ queue: string }>(sqlFor('known-queues', db.schema))
   const names = rows.map((r) => r.queue)
   if (names.includes(queue)) return
-  const listed = names.length === 0 ? 'none'
-    : `${names.slice(0, LISTED).join(', ')}${names.length > LISTED ? `, … (${names.length - LISTED} more)` : ''}`
-  throw failure(`queue ${queue} was never seen in schema ${db.schema} (no job, setting or scheduler); `
-    + `known queues: ${listed}; give --create to ${verb} it anyway`)
+  const listed =
+    names.length === 0
+      ? 'none'
+      : `${names.slice(0, LISTED).join(', ')}${names.length > LISTED ? `, … (${names.length - LISTED} more)` : ''}`
+  throw failure(
+    `queue ${queue} was never seen in schema ${db.schema} (no job, setting or scheduler); ` +
+      `known queues: ${listed}; give --create to ${verb} it anyway`,
+  )
 }
 
 export function registerPause(program: Command): void {
   for (const paused of [true, false]) {
     const verb = paused ? 'pause' : 'resume'
-    program.command(verb)
-      .description(paused
-        ? 'stop the workers of a queue from claiming (they finish what they hold; adds are still accepted)'
-        : 'let the workers of a queue claim again')
+    program
+      .command(verb)
+      .description(
+        paused
+          ? 'stop the workers of a queue from claiming (they finish what they hold; adds are still accepted)'
+          : 'let the workers of a queue claim again',
+      )
       .argument('<queue>', 'the queue', parseQueue)
       .option('--create', `${verb} a queue that has no job, setting or scheduler yet`)
       .addOption(jsonOption())
-      .action((queue: string, opts: { json?: boolean; create?: boolean }, cmd: Command) => withDb(cmd, async (db) => {
-        if (opts.create !== true) await checkKnown(db, queue, verb)
-        await (paused ? db.queue(queue).pause() : db.queue(queue).resume())
-        emit(opts.json, { queue, paused }, () => `queue ${queue}: ${paused ? 'paused' : 'resumed'}\n`)
-      }))
+      .action((queue: string, opts: { json?: boolean; create?: boolean }, cmd: Command) =>
+        withDb(cmd, async (db) => {
+          if (opts.create !== true) await checkKnown(db, queue, verb)
+          await (paused ? db.queue(queue).pause() : db.queue(queue).resume())
+          emit(opts.json, { queue, paused }, () => `queue ${queue}: ${paused ? 'paused' : 'resumed'}\n`)
+        }),
+      )
   }
 }

@@ -33,13 +33,16 @@ async function pausedOf(db: Db, queue: string): Promise<boolean | null> {
 export async function readStats(db: Db, queue: string | undefined): Promise<QueueStats[]> {
   const held = await db.query<{ queue: string; n: number }>(
     'select queue, count(*)::integer as n from :PGONCE_SCHEMA.held_keys where ($1::text is null or queue = $1) group by queue',
-    [queue ?? null])
+    [queue ?? null],
+  )
   const counts = new Map<string, JobCounts>()
   if (queue !== undefined) {
     counts.set(queue, await db.queue(queue).getJobCounts())
   } else {
     const rows = await db.query<{ queue: string; state: JobState; n: number }>(
-      'select queue, state, jobs::integer as n from :PGONCE_SCHEMA.job_counts', [])
+      'select queue, state, jobs::integer as n from :PGONCE_SCHEMA.job_counts',
+      [],
+    )
     for (const r of rows) {
       const c = counts.get(r.queue) ?? zeroCounts()
       c[r.state] += r.n
@@ -48,32 +51,49 @@ export async function readStats(db: Db, queue: string | undefined): Promise<Queu
   }
   const heldBy = new Map(held.map((r) => [r.queue, r.n]))
   const names = [...new Set([...counts.keys(), ...heldBy.keys()])].sort()
-  return Promise.all(names.map(async (name) => ({
-    queue: name, paused: await pausedOf(db, name), counts: counts.get(name) ?? zeroCounts(), heldKeys: heldBy.get(name) ?? 0,
-  })))
+  return Promise.all(
+    names.map(async (name) => ({
+      queue: name,
+      paused: await pausedOf(db, name),
+      counts: counts.get(name) ?? zeroCounts(),
+      heldKeys: heldBy.get(name) ?? 0,
+    })),
+  )
 }
 
 function render(stats: QueueStats[]): string {
   if (stats.length === 0) return 'no jobs\n'
   const paused = (p: boolean | null) => (p === null ? '-' : p ? 'yes' : 'no')
-  return table(['queue', 'paused', ...JOB_STATES, 'held-keys'],
+  return table(
+    ['queue', 'paused', ...JOB_STATES, 'held-keys'],
     stats.map((s) => [s.queue, paused(s.paused), ...JOB_STATES.map((state) => s.counts[state]), s.heldKeys]),
-    JOB_STATES.map((_, i) => i + 2).concat(JOB_STATES.length + 2))
+    JOB_STATES.map((_, i) => i + 2).concat(JOB_STATES.length + 2),
+  )
 }
 
 /** Draws every `intervalMs` until SIGINT or SIGTERM; each draw starts after the previous one ended. */
 async function watch(draw: () => Promise<void>, intervalMs: number): Promise<void> {
   let stop = () => {}
-  const stopped = new Promise<void>((resolve) => { stop = resolve })
+  const stopped = new Promise<void>((resolve) => {
+    stop = resolve
+  })
   let done = false
-  const onSignal = () => { done = true; stop() }
+  const onSignal = () => {
+    done = true
+    stop()
+  }
   process.once('SIGINT', onSignal)
   process.once('SIGTERM', onSignal)
   try {
     while (!done) {
       await draw()
       let timer: NodeJS.Timeout | undefined
-      await Promise.race([stopped, new Promise((resolve) => { timer = setTimeout(resolve, intervalMs) })])
+      await Promise.race([
+        stopped,
+        new Promise((resolve) => {
+          timer = setTimeout(resolve, intervalMs)
+        }),
+      ])
       clearTimeout(timer)
     }
   } finally {
@@ -82,25 +102,33 @@ async function watch(draw: () => Promise<void>, intervalMs: number): Promise<voi
   }
 }
 
-interface StatsOptions { queue?: string; watch?: boolean; interval: number; json?: boolean }
+interface StatsOptions {
+  queue?: string
+  watch?: boolean
+  interval: number
+  json?: boolean
+}
 
 export function registerStats(program: Command): void {
-  program.command('stats')
+  program
+    .command('stats')
     .description('jobs per queue and state, held dedup keys, paused')
     .option('--queue <name>', 'only this queue', parseQueue)
     .option('--watch', 'redraw until Ctrl-C')
     .option('--interval <ms>', 'with --watch: time between redraws', parseInteger(100, 3_600_000), 2000)
     .addOption(jsonOption())
-    .action((opts: StatsOptions, cmd: Command) => withDb(cmd, async (db) => {
-      const draw = async () => {
-        const queues = await readStats(db, opts.queue)
-        emit(opts.json, { queues }, () => {
-          if (opts.watch !== true) return render(queues)
-          // A terminal is cleared for each redraw; a pipe gets one block per redraw.
-          const clear = process.stdout.isTTY ? '\x1b[2J\x1b[H' : ''
-          return `${clear}${time(new Date())}  every ${opts.interval / 1000} s, Ctrl-C to stop\n${render(queues)}\n`
-        })
-      }
-      await (opts.watch === true ? watch(draw, opts.interval) : draw())
-    }))
+    .action((opts: StatsOptions, cmd: Command) =>
+      withDb(cmd, async (db) => {
+        const draw = async () => {
+          const queues = await readStats(db, opts.queue)
+          emit(opts.json, { queues }, () => {
+            if (opts.watch !== true) return render(queues)
+            // A terminal is cleared for each redraw; a pipe gets one block per redraw.
+            const clear = process.stdout.isTTY ? '\x1b[2J\x1b[H' : ''
+            return `${clear}${time(new Date())}  every ${opts.interval / 1000} s, Ctrl-C to stop\n${render(queues)}\n`
+          })
+        }
+        await (opts.watch === true ? watch(draw, opts.interval) : draw())
+      }),
+    )
 }

@@ -10,15 +10,21 @@ import type { Logger } from '../logger.js'
  * 'error' event; pgonce listens for the whole checkout and reports it. A client that failed (its connection broke,
  * or `fn` called `discard`) is destroyed on release instead of going back to the pool.
  */
-export async function withClient<T>(pool: pg.Pool, logger: Logger,
-  fn: (client: pg.PoolClient, discard: (err: Error) => void) => Promise<T>): Promise<T> {
+export async function withClient<T>(
+  pool: pg.Pool,
+  logger: Logger,
+  fn: (client: pg.PoolClient, discard: (err: Error) => void) => Promise<T>,
+): Promise<T> {
   let broken: Error | undefined
   const discard = (err: Error): void => {
     broken ??= err
   }
   const onError = (err: Error): void => {
     discard(err)
-    logger.warn({ err }, 'pgonce: connection error while in use; the statement in flight fails and the connection is replaced')
+    logger.warn(
+      { err },
+      'pgonce: connection error while in use; the statement in flight fails and the connection is replaced',
+    )
   }
   const client = await checkout(pool, onError)
   try {
@@ -39,7 +45,8 @@ export async function withClient<T>(pool: pg.Pool, logger: Logger,
 function checkout(pool: pg.Pool, onError: (err: Error) => void): Promise<pg.PoolClient> {
   return new Promise((resolve, reject) => {
     pool.connect((err, client) => {
-      if (client === undefined || (err !== undefined && err !== null)) return reject(err ?? new Error('pgonce: the pool gave no connection'))
+      if (client === undefined || (err !== undefined && err !== null))
+        return reject(err ?? new Error('pgonce: the pool gave no connection'))
       client.on('error', onError)
       resolve(client)
     })
@@ -76,5 +83,10 @@ export function isConnectionError(err: unknown): boolean {
   const code = (err as { code?: unknown } | null)?.code
   if (typeof code === 'string') return code.startsWith('08') || code.startsWith('57P')
   const message = (err as { message?: unknown } | null)?.message
-  return typeof message === 'string' && /Connection terminated|ECONNRESET|ECONNREFUSED|EPIPE|timeout exceeded when trying to connect|Client has encountered a connection error/i.test(message)
+  return (
+    typeof message === 'string' &&
+    /Connection terminated|ECONNRESET|ECONNREFUSED|EPIPE|timeout exceeded when trying to connect|Client has encountered a connection error/i.test(
+      message,
+    )
+  )
 }

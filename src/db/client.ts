@@ -26,25 +26,37 @@ export class PgonceClient extends pg.Client {
 
   constructor(config: pg.ClientConfig) {
     super(config)
-    this.context = { server: `${this.host}:${this.port}`, connectTimeoutMs: config.connectionTimeoutMillis, answerTimeoutMs: config.query_timeout }
+    this.context = {
+      server: `${this.host}:${this.port}`,
+      connectTimeoutMs: config.connectionTimeoutMillis,
+      answerTimeoutMs: config.query_timeout,
+    }
   }
 
   // pg's methods are overloaded: the overrides take and return what pg's do, untyped.
   override connect(callback?: Callback): any {
     const base = super.connect as (...args: unknown[]) => any
-    if (callback !== undefined) return base.call(this, (err: unknown, ...rest: unknown[]) => callback(err && this.translate(err), ...rest))
+    if (callback !== undefined)
+      return base.call(this, (err: unknown, ...rest: unknown[]) => callback(err && this.translate(err), ...rest))
     return (base.call(this) as Promise<unknown>).catch((err: unknown) => {
       throw this.translate(err)
     })
   }
 
-  override query<R extends pg.QueryResultRow = any>(text: string | pg.QueryConfig, values?: unknown[]): Promise<pg.QueryResult<R>>
+  override query<R extends pg.QueryResultRow = any>(
+    text: string | pg.QueryConfig,
+    values?: unknown[],
+  ): Promise<pg.QueryResult<R>>
   override query(...args: any[]): any
   override query(...args: any[]): any {
     const base = super.query as (...args: unknown[]) => any
     const first = args[0] as { submit?: unknown; text?: unknown; callback?: unknown } | string | null | undefined
     // A cursor or stream (a Submittable), or a config carrying its own callback: pg's, as it is.
-    if (typeof first === 'object' && first !== null && (typeof first.submit === 'function' || typeof first.callback === 'function')) {
+    if (
+      typeof first === 'object' &&
+      first !== null &&
+      (typeof first.submit === 'function' || typeof first.callback === 'function')
+    ) {
       return base.apply(this, args)
     }
     const text = typeof first === 'string' ? first : typeof first?.text === 'string' ? first.text : undefined
@@ -52,7 +64,8 @@ export class PgonceClient extends pg.Client {
     const last = args.length - 1
     const callback = args[last] as unknown
     if (typeof callback === 'function') {
-      args[last] = (err: unknown, ...rest: unknown[]) => (callback as Callback)(err && this.translate(err, text, answerMs), ...rest)
+      args[last] = (err: unknown, ...rest: unknown[]) =>
+        (callback as Callback)(err && this.translate(err, text, answerMs), ...rest)
       return base.apply(this, args)
     }
     return (base.apply(this, args) as Promise<unknown>).catch((err: unknown) => {
@@ -68,7 +81,9 @@ export class PgonceClient extends pg.Client {
     timer.unref()
     this.once('end', () => clearTimeout(timer))
     const base = super.end as (...args: unknown[]) => any
-    return callback === undefined ? (base.call(this) as Promise<void>).finally(() => clearTimeout(timer)) : (base.call(this, callback) as void)
+    return callback === undefined
+      ? (base.call(this) as Promise<void>).finally(() => clearTimeout(timer))
+      : (base.call(this, callback) as void)
   }
 
   /** Destroys the socket now: whatever waits on this connection fails at once (a connect too). */
@@ -77,7 +92,11 @@ export class PgonceClient extends pg.Client {
   }
 
   private translate(err: unknown, text?: string, answerMs?: number): unknown {
-    const typed = databaseError(err, { ...this.context, text, answerTimeoutMs: answerMs ?? this.context.answerTimeoutMs })
+    const typed = databaseError(err, {
+      ...this.context,
+      text,
+      answerTimeoutMs: answerMs ?? this.context.answerTimeoutMs,
+    })
     if ((typed as { code?: unknown }).code === 'ANSWER_TIMEOUT') void this.end()
     return typed
   }

@@ -52,17 +52,26 @@ export function openPool(opts: ConnectionOptions, logger: Logger, max = 10): Poo
   if ((opts.connectionString === undefined) === (opts.pool === undefined)) {
     fail('CONFLICTING_OPTIONS', 'options.connectionString', 'give exactly one of connectionString and pool')
   }
-  const connectMs = opts.connectTimeoutMs === undefined ? DEFAULT_CONNECT_TIMEOUT_MS
-    : checkInteger(opts.connectTimeoutMs, 'options.connectTimeoutMs', 1, MAX_TIMER_MS)
-  const statementMs = opts.statementTimeoutMs === undefined ? DEFAULT_STATEMENT_TIMEOUT_MS
-    : checkInteger(opts.statementTimeoutMs, 'options.statementTimeoutMs', 1, MAX_TIMER_MS - ANSWER_GRACE_MS)
+  const connectMs =
+    opts.connectTimeoutMs === undefined
+      ? DEFAULT_CONNECT_TIMEOUT_MS
+      : checkInteger(opts.connectTimeoutMs, 'options.connectTimeoutMs', 1, MAX_TIMER_MS)
+  const statementMs =
+    opts.statementTimeoutMs === undefined
+      ? DEFAULT_STATEMENT_TIMEOUT_MS
+      : checkInteger(opts.statementTimeoutMs, 'options.statementTimeoutMs', 1, MAX_TIMER_MS - ANSWER_GRACE_MS)
   const bounds = { connectMs, answerMs: statementMs + ANSWER_GRACE_MS }
   if (opts.pool !== undefined) {
     if (typeof opts.pool !== 'object' || opts.pool === null || typeof opts.pool.connect !== 'function') {
       fail('INVALID_TYPE', 'options.pool', 'must be a pg.Pool')
     }
     for (const key of ['connectTimeoutMs', 'statementTimeoutMs'] as const) {
-      if (opts[key] !== undefined) fail('CONFLICTING_OPTIONS', `options.${key}`, 'applies to the pool pgonce opens: set connectionTimeoutMillis, query_timeout and statement_timeout on your pool instead')
+      if (opts[key] !== undefined)
+        fail(
+          'CONFLICTING_OPTIONS',
+          `options.${key}`,
+          'applies to the pool pgonce opens: set connectionTimeoutMillis, query_timeout and statement_timeout on your pool instead',
+        )
     }
     return { pool: opts.pool, owned: null, bounds }
   }
@@ -75,8 +84,13 @@ export function openPool(opts: ConnectionOptions, logger: Logger, max = 10): Poo
     connectionTimeoutMillis: connectMs,
     query_timeout: bounds.answerMs,
     // PGOPTIONS last: settings of the environment win over pgonce's defaults, as a connection string's options do.
-    options: [`-c statement_timeout=${statementMs}`, `-c idle_in_transaction_session_timeout=${statementMs}`, process.env.PGOPTIONS]
-      .filter((o) => o !== undefined && o !== '').join(' '),
+    options: [
+      `-c statement_timeout=${statementMs}`,
+      `-c idle_in_transaction_session_timeout=${statementMs}`,
+      process.env.PGOPTIONS,
+    ]
+      .filter((o) => o !== undefined && o !== '')
+      .join(' '),
   })
   // An idle client dropped by the server must not crash the process. pg-pool puts the client on the error (its password
   // non-enumerable, but shown by util.inspect with showHidden): the log line carries the error only.

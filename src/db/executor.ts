@@ -9,7 +9,10 @@ import type { PreparedQuery } from './prepared.js'
  * Runs one statement with bound parameters and resolves to its rows. A named
  * query is prepared once per pg connection; Kysely runs its text.
  */
-export type Execute = <R extends object = Record<string, unknown>>(query: string | PreparedQuery, values: readonly unknown[]) => Promise<R[]>
+export type Execute = <R extends object = Record<string, unknown>>(
+  query: string | PreparedQuery,
+  values: readonly unknown[],
+) => Promise<R[]>
 
 /** A `pg` Pool, PoolClient or Client, structurally. */
 export interface PgQueryable {
@@ -51,7 +54,11 @@ function rawQuery(sql: string, parameters: readonly unknown[]): RawCompiledQuery
   return Object.freeze({
     sql,
     parameters: Object.freeze([...parameters]),
-    query: Object.freeze({ kind: 'RawNode' as const, sqlFragments: Object.freeze([sql]), parameters: Object.freeze([]) }),
+    query: Object.freeze({
+      kind: 'RawNode' as const,
+      sqlFragments: Object.freeze([sql]),
+      parameters: Object.freeze([]),
+    }),
     queryId: Object.freeze({ queryId: randomBytes(6).toString('base64url') }),
   })
 }
@@ -63,16 +70,26 @@ function rawQuery(sql: string, parameters: readonly unknown[]): RawCompiledQuery
 export function executorFor(tx: unknown, field = 'opts.tx', named = true): Execute {
   if (typeof tx === 'object' && tx !== null) {
     if (isKysely(tx)) {
-      return typed(async <R extends object>(query: string | PreparedQuery, values: readonly unknown[]) =>
-        (await (tx.executeQuery as unknown as RunRaw).call(tx, rawQuery(typeof query === 'string' ? query : query.text, values))).rows as R[])
+      return typed(
+        async <R extends object>(query: string | PreparedQuery, values: readonly unknown[]) =>
+          (
+            await (tx.executeQuery as unknown as RunRaw).call(
+              tx,
+              rawQuery(typeof query === 'string' ? query : query.text, values),
+            )
+          ).rows as R[],
+      )
     }
     const pg = tx as Partial<PgQueryable>
     if (typeof pg.query === 'function') {
       const q = tx as PgQueryable
-      return typed(async <R extends object>(query: string | PreparedQuery, values: readonly unknown[]) =>
-        (typeof query === 'string' || !named
-          ? await q.query(typeof query === 'string' ? query : query.text, [...values])
-          : await q.query({ name: query.name, text: query.text, values: [...values] })).rows as R[])
+      return typed(
+        async <R extends object>(query: string | PreparedQuery, values: readonly unknown[]) =>
+          (typeof query === 'string' || !named
+            ? await q.query(typeof query === 'string' ? query : query.text, [...values])
+            : await q.query({ name: query.name, text: query.text, values: [...values] })
+          ).rows as R[],
+      )
     }
   }
   return fail('INVALID_TYPE', field, 'must be a pg Pool, PoolClient or Client, or a Kysely instance or transaction')

@@ -11,7 +11,12 @@ export const DEFAULT_SCHEMA = 'pgonce'
 /** A schema name: lower-case letters, digits and `_`, at most 48 characters, not `pg_*`. */
 export function checkSchema(value: unknown, field = 'schema'): string {
   if (value === undefined) return DEFAULT_SCHEMA
-  if (typeof value !== 'string' || !SCHEMA_PATTERN.test(value) || value.startsWith('pg_') || value === 'information_schema') {
+  if (
+    typeof value !== 'string' ||
+    !SCHEMA_PATTERN.test(value) ||
+    value.startsWith('pg_') ||
+    value === 'information_schema'
+  ) {
     fail('INVALID_IDENTIFIER', field, 'must match [a-z_][a-z0-9_]{0,47} and not be a system schema')
   }
   return value

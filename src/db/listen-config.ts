@@ -31,7 +31,16 @@ export function listenConfig(pool: pg.Pool, connectionString: string | null, app
 const KEEPALIVE = { idleS: '10', intervalS: '5', count: '3', userTimeoutMs: '25000' }
 
 /** Names a LISTEN session (`applicationName`; null: as it is) and sets its server-side keepalives (sql/listen-session.sql). */
-export async function prepareListenSession(client: pg.Client, schema: string, applicationName: string | null): Promise<void> {
-  await client.query(sqlFor('listen-session', schema),
-    [applicationName, KEEPALIVE.idleS, KEEPALIVE.intervalS, KEEPALIVE.count, KEEPALIVE.userTimeoutMs])
+export async function prepareListenSession(
+  client: pg.Client,
+  schema: string,
+  applicationName: string | null,
+): Promise<void> {
+  await client.query(sqlFor('listen-session', schema), [
+    applicationName,
+    KEEPALIVE.idleS,
+    KEEPALIVE.intervalS,
+    KEEPALIVE.count,
+    KEEPALIVE.userTimeoutMs,
+  ])
 }

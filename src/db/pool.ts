@@ -33,7 +33,9 @@ export class PgoncePool extends pg.Pool {
   override connect(callback?: (...args: any[]) => void): any {
     const base = super.connect as (...args: unknown[]) => any
     if (callback !== undefined) {
-      return base.call(this, (err: unknown, ...rest: unknown[]) => callback(err && databaseError(err, this.context), ...rest))
+      return base.call(this, (err: unknown, ...rest: unknown[]) =>
+        callback(err && databaseError(err, this.context), ...rest),
+      )
     }
     return (base.call(this) as Promise<unknown>).catch((err: unknown) => {
       throw databaseError(err, this.context)
@@ -72,7 +74,13 @@ async function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boo
   let timer: NodeJS.Timeout | undefined
   const late = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), ms)))
   try {
-    return await Promise.race([promise.then(() => true, () => true), late])
+    return await Promise.race([
+      promise.then(
+        () => true,
+        () => true,
+      ),
+      late,
+    ])
   } finally {
     clearTimeout(timer)
   }

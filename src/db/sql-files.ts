@@ -23,7 +23,8 @@ const PLACEHOLDERS = /:PGONCE_(SCHEMA|CHANNEL)\b/g
 /** Replaces `:PGONCE_SCHEMA` (quoted identifier) and `:PGONCE_CHANNEL` (string literal); `schema` is allow-listed. */
 export function fillPlaceholders(text: string, schema: string): string {
   return text.replace(PLACEHOLDERS, (_, which: string) =>
-    which === 'SCHEMA' ? `"${schema}"` : `'${channelOf(schema)}'`)
+    which === 'SCHEMA' ? `"${schema}"` : `'${channelOf(schema)}'`,
+  )
 }
 
 const cache = new Map<string, string>()

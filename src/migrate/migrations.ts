@@ -42,7 +42,9 @@ export function migrationNumber(filename: string): string | undefined {
  * has, or if the files do not chain.
  */
 export function readMigrations(dir: string): CommittedMigration[] {
-  const files = readdirSync(dir).filter((f) => migrationNumber(f) !== undefined).sort()
+  const files = readdirSync(dir)
+    .filter((f) => migrationNumber(f) !== undefined)
+    .sort()
   let previous: string | null = null
   return files.map((filename) => {
     const { headers, body } = parse(filename, readFileSync(join(dir, filename), 'utf8'))
@@ -50,8 +52,10 @@ export function readMigrations(dir: string): CommittedMigration[] {
     const hash = headers.get('Hash') as string
     const computed = hashOf(body, previous)
     if (declaredPrevious !== previous || (computed !== hash && !headers.has('AllowInvalidHash'))) {
-      throw new Error(`pgonce: migration ${filename} does not match its hash chain (edited after commit?): ` +
-        `Previous should be ${previous ?? '-'}, and its body after that hashes to ${computed}`)
+      throw new Error(
+        `pgonce: migration ${filename} does not match its hash chain (edited after commit?): ` +
+          `Previous should be ${previous ?? '-'}, and its body after that hashes to ${computed}`,
+      )
     }
     previous = hash
     return { filename, hash, body }

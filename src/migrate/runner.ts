@@ -26,7 +26,11 @@ const OPTION_KEYS = [...CONNECTION_OPTION_KEYS, 'schema', 'logger'] as const
  * migrations this version does not ship (a newer pgonce migrated the schema: this version's statements may call
  * what those changed).
  */
-function checkHistory(schema: string, recorded: { filename: string; hash: string }[], shipped: CommittedMigration[]): void {
+function checkHistory(
+  schema: string,
+  recorded: { filename: string; hash: string }[],
+  shipped: CommittedMigration[],
+): void {
   const byNumber = new Map(shipped.map((m) => [migrationNumber(m.filename), m]))
   const inOrder = [...recorded].sort((a, b) => (a.filename < b.filename ? -1 : 1))
   const fork = inOrder.findIndex((r) => {
@@ -34,7 +38,11 @@ function checkHistory(schema: string, recorded: { filename: string; hash: string
     return m !== undefined && (m.filename !== r.filename || m.hash !== r.hash)
   })
   // Everything recorded from the first foreign migration on belongs to the other history.
-  if (fork >= 0) throw new SchemaHistoryError(schema, inOrder.slice(fork).map((r) => r.filename))
+  if (fork >= 0)
+    throw new SchemaHistoryError(
+      schema,
+      inOrder.slice(fork).map((r) => r.filename),
+    )
   const names = new Set(shipped.map((m) => m.filename))
   const unknown = inOrder.map((r) => r.filename).filter((f) => !names.has(f))
   if (unknown.length > 0) throw new SchemaNewerError(schema, unknown)
@@ -58,18 +66,26 @@ export async function migrate(options: MigrateOptions): Promise<{ applied: strin
   try {
     await inTransaction(pool, logger, async (client) => {
       await client.query('select pg_advisory_xact_lock(hashtextextended($1, 0))', [`pgonce.migrate:${schema}`])
-      await client.query(fillPlaceholders(
-        `create schema if not exists :PGONCE_SCHEMA;
+      await client.query(
+        fillPlaceholders(
+          `create schema if not exists :PGONCE_SCHEMA;
          create table if not exists :PGONCE_SCHEMA.migrations (
-           filename text primary key, hash text not null, applied_at timestamptz not null default now())`, schema))
+           filename text primary key, hash text not null, applied_at timestamptz not null default now())`,
+          schema,
+        ),
+      )
       const done = await client.query<{ filename: string; hash: string }>(
-        fillPlaceholders('select filename, hash from :PGONCE_SCHEMA.migrations', schema))
+        fillPlaceholders('select filename, hash from :PGONCE_SCHEMA.migrations', schema),
+      )
       checkHistory(schema, done.rows, migrations)
       const have = new Set(done.rows.map((r) => r.filename))
       for (const m of migrations) {
         if (have.has(m.filename)) continue
         await client.query(fillPlaceholders(m.body, schema))
-        await client.query(fillPlaceholders('insert into :PGONCE_SCHEMA.migrations (filename, hash) values ($1, $2)', schema), [m.filename, m.hash])
+        await client.query(
+          fillPlaceholders('insert into :PGONCE_SCHEMA.migrations (filename, hash) values ($1, $2)', schema),
+          [m.filename, m.hash],
+        )
         applied.push(m.filename)
       }
     })
@@ -84,7 +100,11 @@ export async function migrate(options: MigrateOptions): Promise<{ applied: strin
 const MAX_RETRY_MS = 5_000
 
 /** Migrates, retrying with backoff (each failure reported) while the database is unreachable, until done or `stopped()`. */
-export async function migrateUntilDone(options: MigrateOptions, stopped: () => boolean, report: (err: Error) => void): Promise<void> {
+export async function migrateUntilDone(
+  options: MigrateOptions,
+  stopped: () => boolean,
+  report: (err: Error) => void,
+): Promise<void> {
   for (let retryMs = 100; !stopped(); retryMs = Math.min(retryMs * 2, MAX_RETRY_MS)) {
     try {
       await migrate(options)

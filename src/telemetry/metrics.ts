@@ -24,7 +24,9 @@ export interface Instruments {
 }
 
 /** Bucket bounds for durations in seconds, from a fast handler (5 ms) to a long one (10 min). */
-const SECONDS = { explicitBucketBoundaries: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600] }
+const SECONDS = {
+  explicitBucketBoundaries: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600],
+}
 
 let cached: { provider: unknown; instruments: Instruments } | undefined
 
@@ -39,8 +41,16 @@ export function instruments(): Instruments {
     rescued: meter.createCounter('pgonce.jobs.rescued', { description: 'Jobs rescued after their lease expired' }),
     effects: meter.createCounter('pgonce.effects', { description: 'runOnce and effect outcomes' }),
     cache: meter.createCounter('pgonce.cache.checks', { description: 'Redis pre-check outcomes' }),
-    duration: meter.createHistogram('pgonce.job.duration', { description: 'Handler duration', unit: 's', advice: SECONDS }),
-    wait: meter.createHistogram('pgonce.job.wait', { description: 'From due (run_at) to handler start', unit: 's', advice: SECONDS }),
+    duration: meter.createHistogram('pgonce.job.duration', {
+      description: 'Handler duration',
+      unit: 's',
+      advice: SECONDS,
+    }),
+    wait: meter.createHistogram('pgonce.job.wait', {
+      description: 'From due (run_at) to handler start',
+      unit: 's',
+      advice: SECONDS,
+    }),
     active: meter.createUpDownCounter('pgonce.jobs.active', { description: 'Handlers running' }),
   }
   cached = { provider, instruments: made }
@@ -55,7 +65,8 @@ export type CounterName = 'adds' | 'runs' | 'effects' | 'cache'
  * the counting object has one) and the outcome as attributes.
  */
 export function countInto(name: CounterName, queue?: string): (outcome: string, by: number) => void {
-  return (outcome, by) => instruments()[name].add(by, queue === undefined ? { 'pgonce.outcome': outcome } : attrs(queue, outcome))
+  return (outcome, by) =>
+    instruments()[name].add(by, queue === undefined ? { 'pgonce.outcome': outcome } : attrs(queue, outcome))
 }
 
 /** Attributes for a queue (and an outcome). */

@@ -21,18 +21,30 @@ export class RunTelemetry {
   private readonly span: Span
   private readonly startedAt = performance.now()
 
-  constructor(private readonly queue: string, job: RunSubject) {
+  constructor(
+    private readonly queue: string,
+    job: RunSubject,
+  ) {
     const m = instruments()
     const a = attrs(queue)
     m.active.add(1, a)
     m.wait.record(Math.max(0, Date.now() - job.runAtMs) / 1000, a)
-    this.span = tracer().startSpan(`process ${queue}`, {
-      kind: SpanKind.CONSUMER,
-      attributes: {
-        'pgonce.queue': queue, 'pgonce.job.id': job.id, 'pgonce.job.name': job.name, 'pgonce.job.attempt': job.attempts,
-        'messaging.system': 'pgonce', 'messaging.operation.type': 'process', 'messaging.destination.name': queue,
+    this.span = tracer().startSpan(
+      `process ${queue}`,
+      {
+        kind: SpanKind.CONSUMER,
+        attributes: {
+          'pgonce.queue': queue,
+          'pgonce.job.id': job.id,
+          'pgonce.job.name': job.name,
+          'pgonce.job.attempt': job.attempts,
+          'messaging.system': 'pgonce',
+          'messaging.operation.type': 'process',
+          'messaging.destination.name': queue,
+        },
       },
-    }, storedTraceContext(job.traceContext))
+      storedTraceContext(job.traceContext),
+    )
   }
 
   /** Runs `fn` (the handler) with the run's span active: spans it starts are the run's children. */

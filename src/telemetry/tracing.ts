@@ -1,15 +1,30 @@
 // pgonce's traces through @opentelemetry/api: a span per add and per run, the add's context stored with the job so that
 // the run's span continues the producer's trace. A no-op until the application installs a tracer provider.
 
-import { type Attributes, type Context, ROOT_CONTEXT, type Span, SpanKind, SpanStatusCode, context, propagation, trace } from '@opentelemetry/api'
+import {
+  type Attributes,
+  type Context,
+  ROOT_CONTEXT,
+  type Span,
+  SpanKind,
+  SpanStatusCode,
+  context,
+  propagation,
+  trace,
+} from '@opentelemetry/api'
 import { VERSION } from './version.js'
 
 /** pgonce's tracer, from the tracer provider installed now. */
 export const tracer = () => trace.getTracer('pgonce', VERSION)
 
 /** Runs `fn` in a span of its own (the active context's child); ends it, recording an error thrown. */
-export async function inSpan<T>(name: string, kind: SpanKind, attributes: Attributes, fn: (span: Span) => Promise<T>,
-  parent: Context = context.active()): Promise<T> {
+export async function inSpan<T>(
+  name: string,
+  kind: SpanKind,
+  attributes: Attributes,
+  fn: (span: Span) => Promise<T>,
+  parent: Context = context.active(),
+): Promise<T> {
   return tracer().startActiveSpan(name, { kind, attributes }, parent, async (span) => {
     try {
       return await fn(span)

@@ -72,7 +72,10 @@ export class Completer<Data, Result> {
   async threw(h: HeldJob<Data>, err: Error): Promise<void> {
     if (this.stopped) return this.tooLate(h)
     if (h.completion?.state === 'committed') {
-      this.logger.warn({ err, jobId: h.id }, 'pgonce: handler threw after ctx.transaction completed its job; the job stays completed')
+      this.logger.warn(
+        { err, jobId: h.id },
+        'pgonce: handler threw after ctx.transaction completed its job; the job stays completed',
+      )
       return this.ended(h, h.completion.ended, h.completion.result as Result)
     }
     if (err instanceof RetryLaterError || h.retryLaterMs !== null) {
@@ -80,8 +83,13 @@ export class Completer<Data, Result> {
     }
     if (h.abandoned) return this.releaseLater(h, 0)
     if (h.lost) return this.leaseLost(h, 'its handler threw')
-    const row = await this.store.fail(h.id, h.token, storableText(err.message || String(err)),
-      err.stack === undefined ? null : storableText(err.stack), retryDelayMs(h.job.backoff, h.job.attempts))
+    const row = await this.store.fail(
+      h.id,
+      h.token,
+      storableText(err.message || String(err)),
+      err.stack === undefined ? null : storableText(err.stack),
+      retryDelayMs(h.job.backoff, h.job.attempts),
+    )
     if (row === null) return this.leaseLost(h, 'its handler threw')
     this.logger.debug({ jobId: h.id, state: row.state, err }, 'pgonce: attempt failed')
     const job = new Job<Data>(row, null, this.owner)
@@ -115,7 +123,10 @@ export class Completer<Data, Result> {
   }
 
   private tooLate(h: HeldJob<Data>): void {
-    this.logger.warn({ jobId: h.id }, 'pgonce: handler finished after close(); its job stays active until its lease expires and is rescued')
+    this.logger.warn(
+      { jobId: h.id },
+      'pgonce: handler finished after close(); its job stays active until its lease expires and is rescued',
+    )
   }
 
   private leaseLost(h: HeldJob<Data>, when: string): void {
@@ -144,10 +155,14 @@ export class Completer<Data, Result> {
       try {
         // After a failure whose answer may have been lost, the earlier attempt may have committed: ask first.
         const recorded = unsure
-          ? await this.store.recorded(batch.map((p) => p.completion.id), batch.map((p) => p.completion.token))
+          ? await this.store.recorded(
+              batch.map((p) => p.completion.id),
+              batch.map((p) => p.completion.token),
+            )
           : new Map<string, JobState>()
         const todo = batch.filter((p) => !recorded.has(p.completion.token))
-        const changed = todo.length > 0 ? await this.store.complete(todo.map((p) => p.completion)) : new Map<string, JobState>()
+        const changed =
+          todo.length > 0 ? await this.store.complete(todo.map((p) => p.completion)) : new Map<string, JobState>()
         this.pending.splice(0, batch.length)
         retryMs = 100
         unsure = false
@@ -182,7 +197,10 @@ export class Completer<Data, Result> {
             p.settle(null)
             break
           }
-          this.logger.warn({ err, jobId: completion.id }, 'pgonce: the database refused the handler result; stored as null')
+          this.logger.warn(
+            { err, jobId: completion.id },
+            'pgonce: the database refused the handler result; stored as null',
+          )
           completion = { ...completion, resultJson: null }
         }
       }
@@ -195,11 +213,14 @@ export class Completer<Data, Result> {
  * (delay, 2·delay, 4·delay, …); `jitter` (default 0 for fixed, 0.5 for exponential) randomly takes up to that share off
  * each delay, so that jobs failing together do not retry in lockstep. The database adds the result to its own clock.
  */
-export function retryDelayMs(backoff: Backoff | null, attemptsMade: number, random: () => number = Math.random): number {
+export function retryDelayMs(
+  backoff: Backoff | null,
+  attemptsMade: number,
+  random: () => number = Math.random,
+): number {
   if (backoff === null || backoff.delay <= 0) return 0
-  const base = backoff.type === 'exponential'
-    ? backoff.delay * 2 ** Math.max(0, Math.min(attemptsMade - 1, 52))
-    : backoff.delay
+  const base =
+    backoff.type === 'exponential' ? backoff.delay * 2 ** Math.max(0, Math.min(attemptsMade - 1, 52)) : backoff.delay
   const jitter = backoff.jitter ?? (backoff.type === 'exponential' ? 0.5 : 0)
   return Math.round(Math.min(MAX_DURATION_MS, base) * (1 - jitter * random()))
 }

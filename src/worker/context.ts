@@ -104,7 +104,12 @@ export class HeldJob<Data> implements JobContext {
 
   /** What a logger or JSON.stringify shows of `ctx`: the run it belongs to. */
   toJSON(): { jobId: string; jobName: string; attempt: number; aborted: boolean } {
-    return { jobId: this.id, jobName: this.row.name, attempt: this.job.attempts, aborted: this.#abortReason !== undefined }
+    return {
+      jobId: this.id,
+      jobName: this.row.name,
+      attempt: this.job.attempts,
+      aborted: this.#abortReason !== undefined,
+    }
   }
 
   get id(): string {
@@ -125,7 +130,11 @@ export class HeldJob<Data> implements JobContext {
   }
 
   get logger(): Logger {
-    this.#runLogger ??= this.#services.logger.child({ jobId: this.id, jobName: this.row.name, attempt: this.job.attempts })
+    this.#runLogger ??= this.#services.logger.child({
+      jobId: this.id,
+      jobName: this.row.name,
+      attempt: this.job.attempts,
+    })
     return this.#runLogger
   }
 
@@ -157,7 +166,9 @@ export class HeldJob<Data> implements JobContext {
   /** Throws at the call, before anything is written, when the job can no longer take writes of this run. */
   private checkUsable(what: string): void {
     if (this.completion !== null) {
-      throw new Error(`pgonce: ${what} after ctx.transaction completed job ${this.id}; put every write of the job before it, or inside it`)
+      throw new Error(
+        `pgonce: ${what} after ctx.transaction completed job ${this.id}; put every write of the job before it, or inside it`,
+      )
     }
     if (this.lost) throw new LeaseLostError(this.id)
   }
@@ -165,11 +176,17 @@ export class HeldJob<Data> implements JobContext {
   private async completeInTransaction<T>(fn: (tx: pg.PoolClient) => Promise<T>): Promise<T> {
     this.checkUsable('ctx.transaction')
     const { pool, store, logger } = this.#services
-    const pending = { state: 'committing' as const, result: undefined as unknown, ended: 'completed' as 'completed' | 'cancelled' }
+    const pending = {
+      state: 'committing' as const,
+      result: undefined as unknown,
+      ended: 'completed' as 'completed' | 'cancelled',
+    }
     try {
       return await inTransaction(pool, logger, async (tx) => {
         const value = await fn(tx)
-        const ended = (await store.complete([{ id: this.id, token: this.token, resultJson: resultJson(value, logger, this.id) }], tx)).get(this.token)
+        const ended = (
+          await store.complete([{ id: this.id, token: this.token, resultJson: resultJson(value, logger, this.id) }], tx)
+        ).get(this.token)
         if (ended === undefined) throw new LeaseLostError(this.id)
         if (ended === 'cancelled') throw new JobCancelledError(this.id)
         pending.result = value
@@ -219,11 +236,18 @@ export class HeldJob<Data> implements JobContext {
     return outcome
   }
 
-  private async runOnceOrRetryLater(key: string, work: () => unknown, opts?: RunOnceOptions): Promise<'ran' | 'duplicate-done'> {
+  private async runOnceOrRetryLater(
+    key: string,
+    work: () => unknown,
+    opts?: RunOnceOptions,
+  ): Promise<'ran' | 'duplicate-done'> {
     const outcome = await this.#services.effects.runOnce(key, work, opts)
     if (outcome !== 'duplicate-running') return outcome
     this.retryLaterMs = this.#services.retryLaterMs
-    throw new RetryLaterError(this.#services.retryLaterMs, `pgonce: '${key}' is running elsewhere; job ${this.id} retries later`)
+    throw new RetryLaterError(
+      this.#services.retryLaterMs,
+      `pgonce: '${key}' is running elsewhere; job ${this.id} retries later`,
+    )
   }
 
   private async storeProgress(value: unknown): Promise<void> {

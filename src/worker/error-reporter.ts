@@ -33,6 +33,8 @@ export class ErrorReporter {
     const more = this.suppressed > 0 ? ` (and ${this.suppressed} more since the last report)` : ''
     this.lastStderrAt = now
     this.suppressed = 0
-    process.stderr.write(`pgonce worker error: ${err.message}${more} — listen to 'error' or pass a logger to handle these\n`)
+    process.stderr.write(
+      `pgonce worker error: ${err.message}${more} — listen to 'error' or pass a logger to handle these\n`,
+    )
   }
 }

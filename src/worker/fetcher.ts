@@ -153,7 +153,8 @@ export class Fetcher<Data, Result> {
 
   private async releaseUnanswered(): Promise<void> {
     const given = await this.store.releaseLostClaim(this.unanswered as string)
-    if (given > 0) this.logger.warn({ jobs: given }, 'pgonce: a claim whose answer was lost gave its jobs back to the queue')
+    if (given > 0)
+      this.logger.warn({ jobs: given }, 'pgonce: a claim whose answer was lost gave its jobs back to the queue')
     this.unanswered = null
   }
 

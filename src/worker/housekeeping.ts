@@ -44,7 +44,10 @@ export class Housekeeping {
     if (this.running !== null || this.stopping.signal.aborted) return
     const settings = { batchSize: DEFAULT_BATCH_SIZE, pace: PACE, signal: this.stopping.signal }
     this.running = housekeepingRound(this.pool, this.schema, this.logger, settings)
-      .then(() => {}, (err: Error) => this.reportError(err))
+      .then(
+        () => {},
+        (err: Error) => this.reportError(err),
+      )
       .finally(() => {
         this.running = null
       })

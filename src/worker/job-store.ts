@@ -56,11 +56,28 @@ export interface Completion {
 /** The stored shape of a claimed row, with the columns the claim does not read filled in. */
 export function claimedToJobRow(r: ClaimedRow): JobRow {
   return {
-    id: r.id, queue: r.queue, name: r.name, job_id: r.job_id, data: r.data, state: r.state,
-    priority: r.priority, run_at: new Date(r.run_at_ms), attempts: r.attempts, max_attempts: r.max_attempts,
-    backoff: r.backoff, dedup_key: r.dedup_key, lock_token: r.lock_token, locked_until: null,
-    last_error: r.last_error, error_stack: r.error_stack, created_at: new Date(r.created_at_ms), finished_at: null,
-    started_at: null, result: null, progress: r.progress, cancel_requested_at: null,
+    id: r.id,
+    queue: r.queue,
+    name: r.name,
+    job_id: r.job_id,
+    data: r.data,
+    state: r.state,
+    priority: r.priority,
+    run_at: new Date(r.run_at_ms),
+    attempts: r.attempts,
+    max_attempts: r.max_attempts,
+    backoff: r.backoff,
+    dedup_key: r.dedup_key,
+    lock_token: r.lock_token,
+    locked_until: null,
+    last_error: r.last_error,
+    error_stack: r.error_stack,
+    created_at: new Date(r.created_at_ms),
+    finished_at: null,
+    started_at: null,
+    result: null,
+    progress: r.progress,
+    cancel_requested_at: null,
   }
 }
 
@@ -86,7 +103,11 @@ export class JobStore {
     private readonly named: boolean,
   ) {}
 
-  private run<R extends pg.QueryResultRow>(name: string, values: unknown[], runner: PgRunner = this.pool): Promise<pg.QueryResult<R>> {
+  private run<R extends pg.QueryResultRow>(
+    name: string,
+    values: unknown[],
+    runner: PgRunner = this.pool,
+  ): Promise<pg.QueryResult<R>> {
     const q = prepared(name, this.schema)
     return runner.query<R>(this.named ? { name: q.name, text: q.text, values } : { text: q.text, values })
   }
@@ -103,8 +124,16 @@ export class JobStore {
    * tokens beginning with `tokenPrefix` (newTokenPrefix()).
    */
   async claim(limit: number, from: ClaimCursor, tokenPrefix: string): Promise<FetchedRow[]> {
-    const { rows } = await this.run<FetchedRow>('claim-jobs',
-      [this.queue, limit, this.leaseMs, this.workerId, tokenPrefix, from.priority, from.runAtUs, from.id])
+    const { rows } = await this.run<FetchedRow>('claim-jobs', [
+      this.queue,
+      limit,
+      this.leaseMs,
+      this.workerId,
+      tokenPrefix,
+      from.priority,
+      from.runAtUs,
+      from.id,
+    ])
     return rows
   }
 
@@ -123,8 +152,10 @@ export class JobStore {
   async complete(done: readonly Completion[], runner?: PgRunner): Promise<Map<string, JobState>> {
     const d = byId(done)
     const values = [d.map((c) => c.id), d.map((c) => c.token), d.map((c) => c.resultJson)]
-    const { rows } = runner !== undefined ? await this.run<TokenState>('complete-jobs', values, runner)
-      : await this.inTurn(() => this.run<TokenState>('complete-jobs', values))
+    const { rows } =
+      runner !== undefined
+        ? await this.run<TokenState>('complete-jobs', values, runner)
+        : await this.inTurn(() => this.run<TokenState>('complete-jobs', values))
     return new Map(rows.map((r) => [r.token, r.state]))
   }
 
@@ -138,7 +169,13 @@ export class JobStore {
   }
 
   /** Records a failed attempt: retried after `delayMs`, failed for good, or cancelled; null if the lease was lost. */
-  async fail(id: string, token: string, message: string, stack: string | null, delayMs: number): Promise<JobRow | null> {
+  async fail(
+    id: string,
+    token: string,
+    message: string,
+    stack: string | null,
+    delayMs: number,
+  ): Promise<JobRow | null> {
     const { rows } = await this.run<JobRow>('fail-job', [id, token, message, stack, delayMs])
     return rows[0] ?? null
   }
@@ -146,16 +183,22 @@ export class JobStore {
   /** Extends the leases of jobs still held with these tokens; for each token still valid, whether cancellation was requested. */
   async heartbeat(ids: string[], tokens: string[]): Promise<Map<string, boolean>> {
     const jobs = byId(ids.map((id, i) => ({ id, token: tokens[i] as string })))
-    const { rows } = await this.inTurn(() => this.run<{ token: string; cancel_requested: boolean }>('heartbeat',
-      [jobs.map((j) => j.id), jobs.map((j) => j.token), this.leaseMs]))
+    const { rows } = await this.inTurn(() =>
+      this.run<{ token: string; cancel_requested: boolean }>('heartbeat', [
+        jobs.map((j) => j.id),
+        jobs.map((j) => j.token),
+        this.leaseMs,
+      ]),
+    )
     return new Map(rows.map((r) => [r.token, r.cancel_requested]))
   }
 
   /** Gives held jobs back without counting their run, due as before (`delayMs` 0) or later; returns how many. */
   async release(ids: string[], tokens: string[], delayMs: number): Promise<number> {
     const jobs = byId(ids.map((id, i) => ({ id, token: tokens[i] as string })))
-    const { rows } = await this.inTurn(() => this.run<{ count: number }>('release-jobs',
-      [jobs.map((j) => j.id), jobs.map((j) => j.token), delayMs]))
+    const { rows } = await this.inTurn(() =>
+      this.run<{ count: number }>('release-jobs', [jobs.map((j) => j.id), jobs.map((j) => j.token), delayMs]),
+    )
     return rows[0]?.count ?? 0
   }
 

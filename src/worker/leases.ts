@@ -38,12 +38,17 @@ export class Leases<Data> {
   /** Extends the lease of every held job (waiting for a slot or running) whose outcome is not being written. */
   async beat(): Promise<void> {
     if (this.beating) return
-    const sent = [...this.held.values()].filter((h) => !h.lost && h.completion === null && !h.abandoned && h.phase !== 'settling')
+    const sent = [...this.held.values()].filter(
+      (h) => !h.lost && h.completion === null && !h.abandoned && h.phase !== 'settling',
+    )
     if (sent.length === 0) return
     this.beating = true
     const sentAt = performance.now()
     try {
-      const alive = await this.store.heartbeat(sent.map((h) => h.id), sent.map((h) => h.token))
+      const alive = await this.store.heartbeat(
+        sent.map((h) => h.id),
+        sent.map((h) => h.token),
+      )
       for (const h of sent) this.learned(h, alive.get(h.token), sentAt)
     } catch (err) {
       this.reportError(err as Error)
@@ -85,7 +90,10 @@ export class Leases<Data> {
     if (cancelRequested === undefined) {
       h.lost = true
       h.abort(new LeaseLostError(h.id))
-      this.logger.warn({ jobId: h.id, phase: h.phase }, 'pgonce: lease lost (taken over after it expired, or changed by hand)')
+      this.logger.warn(
+        { jobId: h.id, phase: h.phase },
+        'pgonce: lease lost (taken over after it expired, or changed by hand)',
+      )
       return
     }
     h.leaseFrom = Math.max(h.leaseFrom, sentAt)

@@ -106,8 +106,10 @@ export class Notifier {
   async advertise(): Promise<boolean> {
     const client = this.client
     if (client === null || this.slot !== null) return false
-    const taking = client.query<Slot>(sqlFor('take-idle-slot', this.schema), [this.queue])
-      .then((r) => r.rows[0] ?? null, () => null)
+    const taking = client.query<Slot>(sqlFor('take-idle-slot', this.schema), [this.queue]).then(
+      (r) => r.rows[0] ?? null,
+      () => null,
+    )
     this.slot = taking
     const slot = await taking
     if (slot === null && this.slot === taking) this.slot = null
@@ -135,7 +137,8 @@ export class Notifier {
       client.on('error', (err) => this.lost(client, err))
       client.on('end', () => this.lost(client, undefined))
       client.on('notification', (msg) => {
-        if (msg.channel === this.channel && !this.probe.heard(msg.payload ?? '')) this.events.onNotify(msg.payload ?? '')
+        if (msg.channel === this.channel && !this.probe.heard(msg.payload ?? ''))
+          this.events.onNotify(msg.payload ?? '')
       })
       try {
         await client.connect()
@@ -177,7 +180,9 @@ export class Notifier {
     this.pingTimer = setInterval(() => {
       if (client !== this.client) return
       // An unanswered ping ends the connection (src/db/client.ts): lost() reconnects.
-      client.query({ text: 'select 1', query_timeout: this.config.connectionTimeoutMillis } as pg.QueryConfig).catch(() => {})
+      client
+        .query({ text: 'select 1', query_timeout: this.config.connectionTimeoutMillis } as pg.QueryConfig)
+        .catch(() => {})
     }, PING_MS)
     this.pingTimer.unref()
   }
@@ -194,8 +199,14 @@ export class Notifier {
     this.client = null
     this.slot = null
     this.logger.warn({ err }, 'pgonce: LISTEN connection lost; reconnecting')
-    this.report('failed', new Error(`pgonce: the LISTEN connection was lost${err === undefined ? '' : ` (${err.message})`}; `
-      + 'reconnecting, and polling every pollIntervalMs meanwhile', { cause: err }))
+    this.report(
+      'failed',
+      new Error(
+        `pgonce: the LISTEN connection was lost${err === undefined ? '' : ` (${err.message})`}; ` +
+          'reconnecting, and polling every pollIntervalMs meanwhile',
+        { cause: err },
+      ),
+    )
     client.end().catch(() => {})
     this.scheduleReconnect()
   }
@@ -221,8 +232,13 @@ export class Notifier {
 
 /** The error of a LISTEN connection that did not hear its own probe NOTIFY. */
 function unheard(): SetupError {
-  return new SetupError('LISTEN_UNHEARD', 'point the Worker\'s `listenConnectionString` at PostgreSQL itself, past the pooler, or pass '
-    + '`listen: false` (docs/operations.md, "PgBouncer in transaction mode")', null, undefined,
-    `the LISTEN connection did not hear a NOTIFY sent from the pool within ${PROBE_WAIT_MS} ms (a transaction-mode pooler `
-    + `between it and PostgreSQL?): no wake-up by NOTIFY; the worker polls every pollIntervalMs, and tries again in ${PROBE_RETRY_MS / 1000} s`)
+  return new SetupError(
+    'LISTEN_UNHEARD',
+    "point the Worker's `listenConnectionString` at PostgreSQL itself, past the pooler, or pass " +
+      '`listen: false` (docs/operations.md, "PgBouncer in transaction mode")',
+    null,
+    undefined,
+    `the LISTEN connection did not hear a NOTIFY sent from the pool within ${PROBE_WAIT_MS} ms (a transaction-mode pooler ` +
+      `between it and PostgreSQL?): no wake-up by NOTIFY; the worker polls every pollIntervalMs, and tries again in ${PROBE_RETRY_MS / 1000} s`,
+  )
 }

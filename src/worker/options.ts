@@ -65,7 +65,18 @@ export interface WorkerOptions extends ConnectionOptions {
 }
 
 /** Every option with its default filled in. */
-export type ResolvedWorkerOptions = Required<Omit<WorkerOptions, 'connectionString' | 'pool' | 'connectTimeoutMs' | 'statementTimeoutMs' | 'listenConnectionString' | 'logger' | 'redis'>> & {
+export type ResolvedWorkerOptions = Required<
+  Omit<
+    WorkerOptions,
+    | 'connectionString'
+    | 'pool'
+    | 'connectTimeoutMs'
+    | 'statementTimeoutMs'
+    | 'listenConnectionString'
+    | 'logger'
+    | 'redis'
+  >
+> & {
   listenConnectionString: string | null
   logger: Logger
   /** True when the caller gave no logger. */
@@ -73,15 +84,32 @@ export type ResolvedWorkerOptions = Required<Omit<WorkerOptions, 'connectionStri
   redis: RedisOption | undefined
 }
 
-
 const OPTION_KEYS = [
-  ...CONNECTION_OPTION_KEYS, 'schema', 'concurrency', 'batchSize', 'leaseMs', 'heartbeatMs', 'pollIntervalMs',
-  'closeTimeoutMs', 'maintenanceIntervalMs', 'retryLaterMs', 'autorun', 'migrate', 'poolSize', 'preparedStatements',
-  'listen', 'listenConnectionString', 'logger', 'redis',
+  ...CONNECTION_OPTION_KEYS,
+  'schema',
+  'concurrency',
+  'batchSize',
+  'leaseMs',
+  'heartbeatMs',
+  'pollIntervalMs',
+  'closeTimeoutMs',
+  'maintenanceIntervalMs',
+  'retryLaterMs',
+  'autorun',
+  'migrate',
+  'poolSize',
+  'preparedStatements',
+  'listen',
+  'listenConnectionString',
+  'logger',
+  'redis',
 ] as const
 
 /** Checks every option (unknown keys rejected) and fills in the defaults. */
-export function resolveWorkerOptions(options: unknown): { resolved: ResolvedWorkerOptions; connection: ConnectionOptions } {
+export function resolveWorkerOptions(options: unknown): {
+  resolved: ResolvedWorkerOptions
+  connection: ConnectionOptions
+} {
   const o = checkOptions<WorkerOptions>(options, 'options', OPTION_KEYS)
   const int = (key: keyof WorkerOptions, fallback: number, min: number, max: number): number => {
     const value = o[key]
@@ -94,7 +122,12 @@ export function resolveWorkerOptions(options: unknown): { resolved: ResolvedWork
     concurrency,
     batchSize: int('batchSize', 500, 1, 10_000),
     leaseMs,
-    heartbeatMs: int('heartbeatMs', Math.min(Math.floor(leaseMs / 3), MAX_TIMER_MS), 50, Math.min(leaseMs - 1, MAX_TIMER_MS)),
+    heartbeatMs: int(
+      'heartbeatMs',
+      Math.min(Math.floor(leaseMs / 3), MAX_TIMER_MS),
+      50,
+      Math.min(leaseMs - 1, MAX_TIMER_MS),
+    ),
     pollIntervalMs: int('pollIntervalMs', 2_000, 10, MAX_TIMER_MS),
     closeTimeoutMs: int('closeTimeoutMs', 30_000, 0, MAX_TIMER_MS),
     maintenanceIntervalMs: int('maintenanceIntervalMs', 5_000, 0, MAX_TIMER_MS),
@@ -102,9 +135,13 @@ export function resolveWorkerOptions(options: unknown): { resolved: ResolvedWork
     autorun: o.autorun === undefined ? true : checkBoolean(o.autorun, 'options.autorun'),
     migrate: o.migrate === undefined ? true : checkBoolean(o.migrate, 'options.migrate'),
     poolSize: int('poolSize', Math.min(concurrency, 20) + 3, 2, 1_000),
-    preparedStatements: o.preparedStatements === undefined ? true : checkBoolean(o.preparedStatements, 'options.preparedStatements'),
+    preparedStatements:
+      o.preparedStatements === undefined ? true : checkBoolean(o.preparedStatements, 'options.preparedStatements'),
     listen: o.listen === undefined ? true : checkBoolean(o.listen, 'options.listen'),
-    listenConnectionString: o.listenConnectionString === undefined ? null : checkText(o.listenConnectionString, 'options.listenConnectionString', 4096),
+    listenConnectionString:
+      o.listenConnectionString === undefined
+        ? null
+        : checkText(o.listenConnectionString, 'options.listenConnectionString', 4096),
     logger: checkLogger(o.logger, 'options.logger'),
     silent: o.logger === undefined,
     redis: checkRedisOption(o.redis, 'options.redis'),

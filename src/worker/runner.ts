@@ -79,8 +79,11 @@ export class Runner<Data, Result> {
     const window = this.pace.finishedWithin(WINDOW_ROUND_TRIPS * this.pace.claimMs, this.batchSize)
     const waiting = this.ready.length
     const unfinished = this.held.size - Math.min(this.finishing, this.batchSize) + this.reserved
-    const limit = Math.min(this.batchSize, this.concurrency + window - this.running - waiting - this.reserved,
-      this.concurrency + this.batchSize - unfinished)
+    const limit = Math.min(
+      this.batchSize,
+      this.concurrency + window - this.running - waiting - this.reserved,
+      this.concurrency + this.batchSize - unfinished,
+    )
     if (limit <= 0 || (waiting > 0 && limit < Math.ceil(window / 2))) return 0
     this.reserved += limit
     return limit
@@ -151,7 +154,7 @@ export class Runner<Data, Result> {
   }
 
   private async execute(h: HeldJob<Data>): Promise<void> {
-    if (this.leases.stale(h) && !(await this.leases.renewBeforeStart(h) && this.accepting)) {
+    if (this.leases.stale(h) && !((await this.leases.renewBeforeStart(h)) && this.accepting)) {
       this.running--
       if (h.lost || !this.accepting) this.notRun(h)
       else this.settled(h)
@@ -159,7 +162,11 @@ export class Runner<Data, Result> {
       return
     }
     const run = new RunTelemetry(h.row.queue, {
-      id: h.id, name: h.row.name, attempts: h.job.attempts, runAtMs: h.row.run_at_ms, traceContext: h.row.trace_context,
+      id: h.id,
+      name: h.row.name,
+      attempts: h.job.attempts,
+      runAtMs: h.row.run_at_ms,
+      traceContext: h.row.trace_context,
     })
     let result: Result | undefined
     let err: Error | undefined
@@ -201,7 +208,11 @@ export class Runner<Data, Result> {
     const back = jobs.filter((h) => !h.lost)
     if (back.length > 0) {
       try {
-        await this.services.store.release(back.map((h) => h.id), back.map((h) => h.token), 0)
+        await this.services.store.release(
+          back.map((h) => h.id),
+          back.map((h) => h.token),
+          0,
+        )
         this.logger.debug({ jobs: back.map((h) => h.id) }, 'pgonce: jobs claimed and not started given back')
       } catch (err) {
         this.reportError(err as Error)
@@ -237,17 +248,20 @@ export class Runner<Data, Result> {
     const head = this.ready[0]
     if (this.giveBackTimer !== undefined || head === undefined || !this.accepting) return
     const bound = Math.max(MIN_WAIT_MS, GIVE_BACK_ROUND_TRIPS * this.pace.claimMs)
-    this.giveBackTimer = setTimeout(() => {
-      this.giveBackTimer = undefined
-      const now = performance.now()
-      const late = this.ready.findIndex((r) => now - r.at < bound)
-      const expired = this.ready.splice(0, late < 0 ? this.ready.length : late).map((r) => r.h)
-      if (expired.length > 0) {
-        this.pace.wasWrong()
-        void this.giveBack(expired)
-      }
-      this.armGiveBack()
-    }, Math.max(0, head.at + bound - performance.now()))
+    this.giveBackTimer = setTimeout(
+      () => {
+        this.giveBackTimer = undefined
+        const now = performance.now()
+        const late = this.ready.findIndex((r) => now - r.at < bound)
+        const expired = this.ready.splice(0, late < 0 ? this.ready.length : late).map((r) => r.h)
+        if (expired.length > 0) {
+          this.pace.wasWrong()
+          void this.giveBack(expired)
+        }
+        this.armGiveBack()
+      },
+      Math.max(0, head.at + bound - performance.now()),
+    )
   }
 }
 

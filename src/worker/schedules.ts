@@ -39,15 +39,17 @@ export class Schedules {
   private tick(): void {
     if (this.running !== null || this.stopped) return
     clearTimeout(this.timer)
-    this.running = this.round().then(
-      (waitMs) => this.after(waitMs),
-      (err: Error) => {
-        this.reportError(err)
-        this.after(this.maxWaitMs)
-      },
-    ).finally(() => {
-      this.running = null
-    })
+    this.running = this.round()
+      .then(
+        (waitMs) => this.after(waitMs),
+        (err: Error) => {
+          this.reportError(err)
+          this.after(this.maxWaitMs)
+        },
+      )
+      .finally(() => {
+        this.running = null
+      })
   }
 
   private after(waitMs: number): void {
@@ -58,7 +60,8 @@ export class Schedules {
   /** Adds the jobs of every tick that has come (one transaction); ms until the next one. */
   private async round(): Promise<number> {
     const added = await inTransaction(this.pool, this.logger, (client) =>
-      runDueTicks(executorFor(client), this.schema, this.queue, Number.MAX_SAFE_INTEGER, this.reportError))
+      runDueTicks(executorFor(client), this.schema, this.queue, Number.MAX_SAFE_INTEGER, this.reportError),
+    )
     if (added > 0) this.logger.debug({ added }, 'pgonce: scheduler ticks added jobs')
     const wait = await msToNextTick(executorFor(this.pool), this.schema, this.queue)
     return wait ?? this.maxWaitMs

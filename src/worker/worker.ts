@@ -64,7 +64,10 @@ type State = 'idle' | 'starting' | 'running' | 'closing' | 'closed'
  * process.once('SIGTERM', () => void worker.close())
  * ```
  */
-export class Worker<Data = unknown, Result = unknown> extends EventEmitter<WorkerEvents<Data, Result>> implements JobOwner {
+export class Worker<Data = unknown, Result = unknown>
+  extends EventEmitter<WorkerEvents<Data, Result>>
+  implements JobOwner
+{
   readonly queue: string
   readonly schema: string
   /** This worker's name in `jobs.locked_by` and in the LISTEN connection's application_name. */
@@ -106,31 +109,65 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
     const opts = (this.#opts = resolved)
     const schema = (this.schema = opts.schema)
     this.id = `${hostname().slice(0, 24)}:${process.pid}:${randomBytes(3).toString('hex')}`
-    const logger = (this.#logger = opts.logger.child({ component: 'pgonce.worker', queue: this.queue, worker: this.id }))
-    this.#errors = new ErrorReporter((err) => this.listenerCount('error') > 0 && this.emit('error', err), logger, opts.silent)
+    const logger = (this.#logger = opts.logger.child({
+      component: 'pgonce.worker',
+      queue: this.queue,
+      worker: this.id,
+    }))
+    this.#errors = new ErrorReporter(
+      (err) => this.listenerCount('error') > 0 && this.emit('error', err),
+      logger,
+      opts.silent,
+    )
     const report = (err: Error): void => this.#errors.report(err)
     const { pool, owned, bounds } = openPool(connection, logger, opts.poolSize)
     this.#pool = pool
     this.#owned = owned
     this.#closeBoundMs = opts.closeTimeoutMs + bounds.answerMs
     const store = new JobStore(pool, schema, this.queue, this.id, opts.leaseMs, opts.preparedStatements)
-    this.#cache = opts.redis === undefined ? undefined
-      : new Cache({ redis: opts.redis, pool, schema, named: opts.preparedStatements,
-        listenConnectionString: opts.listenConnectionString, logger })
+    this.#cache =
+      opts.redis === undefined
+        ? undefined
+        : new Cache({
+            redis: opts.redis,
+            pool,
+            schema,
+            named: opts.preparedStatements,
+            listenConnectionString: opts.listenConnectionString,
+            logger,
+          })
     this.cacheOutcomes = this.#cache?.outcomes ?? new Counters<CacheOutcome>()
-    this.#effects = new Effects({ pool, schema, logger: opts.logger, migrate: false, preparedStatements: opts.preparedStatements },
-      { cache: this.#cache, queue: this.queue })
+    this.#effects = new Effects(
+      { pool, schema, logger: opts.logger, migrate: false, preparedStatements: opts.preparedStatements },
+      { cache: this.#cache, queue: this.queue },
+    )
     this.effectOutcomes = this.#effects.outcomes
     this.#completer = new Completer<Data, Result>(store, this, this, report, logger, this.queue)
     this.runOutcomes = this.#completer.outcomes
     const services = { pool, store, effects: this.#effects, retryLaterMs: opts.retryLaterMs, logger }
     const held = new Map<string, HeldJob<Data>>()
     this.#leases = new Leases<Data>(store, held, opts.leaseMs, opts.heartbeatMs, report, logger)
-    this.#runner = new Runner<Data, Result>(handler, opts.concurrency, opts.batchSize, services, this.#leases, this.#completer,
-      this, report, logger, held)
-    this.#notifier = new Notifier(listenConfig(pool, opts.listenConnectionString, `pgonce-listener ${this.id}`), channelOf(schema),
-      schema, this.queue, { onNotify: (payload) => this.notified(payload), onReconnect: () => this.#fetcher.wake(), onError: report }, logger,
-      (payload) => pool.query(sqlFor('notify-probe', schema), [payload]))
+    this.#runner = new Runner<Data, Result>(
+      handler,
+      opts.concurrency,
+      opts.batchSize,
+      services,
+      this.#leases,
+      this.#completer,
+      this,
+      report,
+      logger,
+      held,
+    )
+    this.#notifier = new Notifier(
+      listenConfig(pool, opts.listenConnectionString, `pgonce-listener ${this.id}`),
+      channelOf(schema),
+      schema,
+      this.queue,
+      { onNotify: (payload) => this.notified(payload), onReconnect: () => this.#fetcher.wake(), onError: report },
+      logger,
+      (payload) => pool.query(sqlFor('notify-probe', schema), [payload]),
+    )
     this.#fetcher = new Fetcher(store, this.#notifier, this.#runner, opts.pollIntervalMs, report, logger)
     this.#housekeeping = new Housekeeping(pool, schema, opts.maintenanceIntervalMs, opts.logger, report)
     this.#schedules = new Schedules(pool, schema, this.queue, opts.pollIntervalMs, logger, report)
@@ -189,7 +226,8 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
     this.state = 'starting'
     const aborted = (): boolean => this.state !== 'starting'
     const report = (err: Error): void => this.#errors.report(err)
-    if (this.#opts.migrate) await migrateUntilDone({ pool: this.#pool, schema: this.schema, logger: this.#opts.logger }, aborted, report)
+    if (this.#opts.migrate)
+      await migrateUntilDone({ pool: this.#pool, schema: this.schema, logger: this.#opts.logger }, aborted, report)
     if (aborted()) return
     await this.#cache?.start()
     if (this.#opts.listen) await this.#notifier.start()
@@ -199,7 +237,10 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
     this.#schedules.start()
     this.#fetcher.start()
     this.state = 'running'
-    this.#logger.info({ concurrency: this.#opts.concurrency, batchSize: this.#opts.batchSize }, 'pgonce: worker started')
+    this.#logger.info(
+      { concurrency: this.#opts.concurrency, batchSize: this.#opts.batchSize },
+      'pgonce: worker started',
+    )
   }
 
   /**
@@ -210,12 +251,18 @@ export class Worker<Data = unknown, Result = unknown> extends EventEmitter<Worke
   private async shutdown(): Promise<void> {
     const wasRunning = this.state === 'running' || this.state === 'starting'
     this.state = 'closing'
-    await closeWithin(this.#closeBoundMs, () => this.stopInOrder(wasRunning), () => {
-      // Out of time: the connections are dropped and what waits on them fails; jobs not given back are rescued after their lease.
-      this.#logger.warn('pgonce: close ran out of time; dropping the connections (jobs not given back are rescued after their lease)')
-      this.#notifier.abandon()
-      this.#owned?.abandon()
-    })
+    await closeWithin(
+      this.#closeBoundMs,
+      () => this.stopInOrder(wasRunning),
+      () => {
+        // Out of time: the connections are dropped and what waits on them fails; jobs not given back are rescued after their lease.
+        this.#logger.warn(
+          'pgonce: close ran out of time; dropping the connections (jobs not given back are rescued after their lease)',
+        )
+        this.#notifier.abandon()
+        this.#owned?.abandon()
+      },
+    )
     this.state = 'closed'
     this.#logger.info('pgonce: worker closed')
   }

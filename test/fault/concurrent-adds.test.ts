@@ -38,12 +38,15 @@ afterAll(async () => {
 async function lockWaiters(): Promise<number> {
   const { rows } = await db.pool.query<{ n: number }>(
     `select count(*)::int as n from pg_stat_activity where application_name = $1 and wait_event_type = 'Lock'`,
-    [`fault-adds ${db.schema}`])
+    [`fault-adds ${db.schema}`],
+  )
   return rows[0]!.n
 }
 
 async function stored(ids: string[]): Promise<Set<string>> {
-  const { rows } = await db.pool.query<{ id: string }>(`select id::text from "${db.schema}".jobs where id = any($1)`, [ids])
+  const { rows } = await db.pool.query<{ id: string }>(`select id::text from "${db.schema}".jobs where id = any($1)`, [
+    ids,
+  ])
   return new Set(rows.map((r) => r.id))
 }
 
@@ -53,7 +56,10 @@ describe.each([
   ['one jobId', (n: number): Opts => ({ jobId: `rollback-${n}` })],
   ['one dedup key', (n: number): Opts => ({ deduplication: { id: `rollback-${n}` } })],
   ['one dedup key with a TTL', (n: number): Opts => ({ deduplication: { id: `rollback-ttl-${n}`, ttl: 60_000 } })],
-  ['one dedup key with replace', (n: number): Opts => ({ deduplication: { id: `rollback-replace-${n}`, replace: true } })],
+  [
+    'one dedup key with replace',
+    (n: number): Opts => ({ deduplication: { id: `rollback-replace-${n}`, replace: true } }),
+  ],
 ])('concurrent adds of %s while the first transaction holds it', (_what, opts) => {
   for (const ending of ['rollback', 'commit'] as const) {
     it(`first transaction ends with ${ending}: the answers all name one stored job`, async () => {
@@ -69,13 +75,20 @@ describe.each([
         const viaSql = viaSqlPool.query<{ id: string; outcome: string }>(
           `select (a.job).id::text as id, a.outcome from "${db.schema}".add_job(queue => 'adds', name => 'sql',
              job_id => $1, dedup_id => $2, dedup_ttl_ms => $3, dedup_replace => $4) a`,
-          'jobId' in o ? [o.jobId, null, null, false] : [null, o.deduplication.id, o.deduplication.ttl ?? null, o.deduplication.replace ?? false])
+          'jobId' in o
+            ? [o.jobId, null, null, false]
+            : [null, o.deduplication.id, o.deduplication.ttl ?? null, o.deduplication.replace ?? false],
+        )
         const waiters: Promise<Job>[] = [
           queue.add('w1', { who: 'w1' }, o),
           other.add('w2', { who: 'w2' }, o),
           other.addBulk([{ name: 'w3', data: { who: 'w3' }, opts: o }]).then((jobs) => jobs[0]!),
         ]
-        await waitFor(async () => (await lockWaiters()) - waitersBefore >= 4, 10_000, 'the four waiters to block on the first transaction')
+        await waitFor(
+          async () => (await lockWaiters()) - waitersBefore >= 4,
+          10_000,
+          'the four waiters to block on the first transaction',
+        )
         await client.query(ending)
         const answers = await Promise.all(waiters)
         const sql = (await viaSql).rows[0]!
@@ -93,12 +106,17 @@ describe.each([
           expect(left).toHaveLength(1)
           expect(await queue.getDeduplicationJobId(o.deduplication.id)).toBe(left[0])
           const { rows } = await db.pool.query<{ n: number }>(
-            `select count(*)::int as n from "${db.schema}".jobs where dedup_key = $1`, [o.deduplication.id])
+            `select count(*)::int as n from "${db.schema}".jobs where dedup_key = $1`,
+            [o.deduplication.id],
+          )
           expect(rows[0]!.n).toBe(1)
           expect(outcomes.filter((x) => x === 'added')).toHaveLength(ending === 'commit' ? 0 : 1)
           expect(outcomes.filter((x) => x !== 'added' && x !== 'replaced')).toEqual([])
         } else {
-          expect(ids.filter((id) => !exist.has(id)), 'answered with a job that does not exist').toEqual([])
+          expect(
+            ids.filter((id) => !exist.has(id)),
+            'answered with a job that does not exist',
+          ).toEqual([])
           if (ending === 'commit') expect(exist.has(first.id)).toBe(true)
           const winner = ending === 'commit' ? first.id : ids.find((_, i) => outcomes[i] === 'added')
           expect(winner, 'one waiter inserted').toBeDefined()
@@ -106,7 +124,8 @@ describe.each([
           expect(new Set(ids)).toEqual(new Set([winner]))
           const { rows } = await db.pool.query<{ n: number }>(
             `select count(*)::int as n from "${db.schema}".jobs where ${'jobId' in o ? 'job_id' : 'dedup_key'} = $1`,
-            ['jobId' in o ? o.jobId : o.deduplication.id])
+            ['jobId' in o ? o.jobId : o.deduplication.id],
+          )
           expect(rows[0]!.n).toBe(1)
         }
       } finally {
@@ -122,9 +141,17 @@ describe('concurrent addBulk over the same keys in opposite orders', () => {
     const items = (loop: number) => [
       // Fresh jobIds and keys each loop (the inserts wait on each other's index entries) ...
       ...Array.from({ length: 6 }, (_, i) => ({ name: 'j', data: { loop, i }, opts: { jobId: `bulk-${loop}-${i}` } })),
-      ...Array.from({ length: 6 }, (_, i) => ({ name: 'k', data: { loop, i }, opts: { deduplication: { id: `bulk-${loop}-${i}` } } })),
+      ...Array.from({ length: 6 }, (_, i) => ({
+        name: 'k',
+        data: { loop, i },
+        opts: { deduplication: { id: `bulk-${loop}-${i}` } },
+      })),
       // ... and the same keys every loop, replaced (the key rows are locked FOR UPDATE and their owners deleted).
-      ...Array.from({ length: 4 }, (_, i) => ({ name: 'r', data: { loop, i }, opts: { deduplication: { id: `bulk-replace-${i}`, replace: true } } })),
+      ...Array.from({ length: 4 }, (_, i) => ({
+        name: 'r',
+        data: { loop, i },
+        opts: { deduplication: { id: `bulk-replace-${i}`, replace: true } },
+      })),
     ]
     const errors: unknown[] = []
     const sessions = [queue, other].map(async (q, s) => {
@@ -150,15 +177,20 @@ describe('concurrent addBulk over the same keys in opposite orders', () => {
       }
     }
     const { rows: dupJobIds } = await db.pool.query(
-      `select job_id, count(*) from "${db.schema}".jobs where job_id like 'bulk-%' group by 1 having count(*) <> 1`)
+      `select job_id, count(*) from "${db.schema}".jobs where job_id like 'bulk-%' group by 1 having count(*) <> 1`,
+    )
     expect(dupJobIds).toEqual([])
     const { rows: dupKeys } = await db.pool.query(
       `select dedup_key, count(*) from "${db.schema}".jobs where dedup_key like 'bulk-%' and state = 'waiting'
-       group by 1 having count(*) <> 1`)
+       group by 1 having count(*) <> 1`,
+    )
     expect(dupKeys).toEqual([])
-    const { rows: [keys] } = await db.pool.query<{ n: number; owned: number }>(
+    const {
+      rows: [keys],
+    } = await db.pool.query<{ n: number; owned: number }>(
       `select count(*)::int as n, count(*) filter (where j.dedup_key = k.key)::int as owned
-       from "${db.schema}".dedup_keys k join "${db.schema}".jobs j on j.id = k.job_id where k.key like 'bulk-%'`)
+       from "${db.schema}".dedup_keys k join "${db.schema}".jobs j on j.id = k.job_id where k.key like 'bulk-%'`,
+    )
     expect(keys).toEqual({ n: 604, owned: 604 })
   }, 60_000)
 })

@@ -15,7 +15,9 @@ let db: TestSchema
 
 beforeAll(async () => {
   db = await freshSchema('fault_frozen')
-  await db.pool.query(`create table "${db.schema}".handled (job_id bigint not null, pid int not null, attempt int not null)`)
+  await db.pool.query(
+    `create table "${db.schema}".handled (job_id bigint not null, pid int not null, attempt int not null)`,
+  )
 })
 afterAll(async () => {
   await db?.drop()
@@ -33,33 +35,76 @@ describe('a worker stopped past its lease and resumed', () => {
       await locker.query('begin')
       await locker.query(`lock table "${db.schema}".jobs in exclusive mode`)
       child = spawnFixture('worker-child.ts', {
-        PGONCE_URL: namedSessionUrl(db.url, 'frozen-child'), PGONCE_SCHEMA: db.schema, QUEUE: 'frozen',
-        CONCURRENCY: '1', BATCH: '1', LEASE_MS: '1000', MAINTENANCE_MS: '0', POLL_MS: '60000',
+        PGONCE_URL: namedSessionUrl(db.url, 'frozen-child'),
+        PGONCE_SCHEMA: db.schema,
+        QUEUE: 'frozen',
+        CONCURRENCY: '1',
+        BATCH: '1',
+        LEASE_MS: '1000',
+        MAINTENANCE_MS: '0',
+        POLL_MS: '60000',
       })
-      await waitFor(async () => (await db.pool.query(`select 1 from pg_stat_activity
-        where application_name = 'frozen-child' and wait_event_type = 'Lock'`)).rowCount === 1, 30_000, 'the child\'s claim to wait for the lock')
+      await waitFor(
+        async () =>
+          (
+            await db.pool.query(`select 1 from pg_stat_activity
+        where application_name = 'frozen-child' and wait_event_type = 'Lock'`)
+          ).rowCount === 1,
+        30_000,
+        "the child's claim to wait for the lock",
+      )
       child.kill('SIGSTOP')
       await locker.query('commit')
       // The claim commits; its answer sits unread in the stopped process's socket.
-      await waitFor(async () => (await db.pool.query(`select 1 from "${db.schema}".jobs where id = $1 and state = 'active'`, [job.id]))
-        .rowCount === 1, 10_000, 'the claim to commit')
-      await waitFor(async () => (await db.pool.query(`select 1 from "${db.schema}".jobs where id = $1 and locked_until < now()`, [job.id]))
-        .rowCount === 1, 10_000, 'the lease to expire on the database clock')
+      await waitFor(
+        async () =>
+          (await db.pool.query(`select 1 from "${db.schema}".jobs where id = $1 and state = 'active'`, [job.id]))
+            .rowCount === 1,
+        10_000,
+        'the claim to commit',
+      )
+      await waitFor(
+        async () =>
+          (await db.pool.query(`select 1 from "${db.schema}".jobs where id = $1 and locked_until < now()`, [job.id]))
+            .rowCount === 1,
+        10_000,
+        'the lease to expire on the database clock',
+      )
       expect((await runMaintenance({ pool: db.pool, schema: db.schema })).rescued).toBe(1)
 
-      rescuer = new Worker('frozen', async (j) => {
-        await db.pool.query(`insert into "${db.schema}".handled (job_id, pid, attempt) values ($1, $2, $3)`, [j.id, process.pid, j.attempts])
-      }, { connectionString: db.url, schema: db.schema, maintenanceIntervalMs: 0, migrate: false })
-      await waitFor(async () => (await db.pool.query(`select 1 from "${db.schema}".jobs where id = $1 and state = 'completed'`, [job.id]))
-        .rowCount === 1, 10_000, 'the rescuer to run the job')
+      rescuer = new Worker(
+        'frozen',
+        async (j) => {
+          await db.pool.query(`insert into "${db.schema}".handled (job_id, pid, attempt) values ($1, $2, $3)`, [
+            j.id,
+            process.pid,
+            j.attempts,
+          ])
+        },
+        { connectionString: db.url, schema: db.schema, maintenanceIntervalMs: 0, migrate: false },
+      )
+      await waitFor(
+        async () =>
+          (await db.pool.query(`select 1 from "${db.schema}".jobs where id = $1 and state = 'completed'`, [job.id]))
+            .rowCount === 1,
+        10_000,
+        'the rescuer to run the job',
+      )
       await rescuer.close()
 
       child.kill('SIGCONT')
-      await waitFor(() => child?.output().includes(`lease of job ${job.id} was lost`), 10_000, 'the resumed child to find the lease lost')
-      const { rows } = await db.pool.query(`select pid, attempt from "${db.schema}".handled where job_id = $1`, [job.id])
+      await waitFor(
+        () => child?.output().includes(`lease of job ${job.id} was lost`),
+        10_000,
+        'the resumed child to find the lease lost',
+      )
+      const { rows } = await db.pool.query(`select pid, attempt from "${db.schema}".handled where job_id = $1`, [
+        job.id,
+      ])
       expect(rows).toEqual([{ pid: process.pid, attempt: 2 }])
-      expect((await db.pool.query(`select state, attempts from "${db.schema}".jobs where id = $1`, [job.id])).rows)
-        .toEqual([{ state: 'completed', attempts: 2 }])
+      expect(
+        (await db.pool.query(`select state, attempts from "${db.schema}".jobs where id = $1`, [job.id])).rows,
+      ).toEqual([{ state: 'completed', attempts: 2 }])
     } finally {
       await locker.query('rollback').catch(() => {})
       await locker.end()

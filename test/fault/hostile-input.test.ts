@@ -24,10 +24,14 @@ afterAll(async () => {
 /** What the schema holds: its tables and their row counts. Nothing rejected may change it. */
 async function footprint(): Promise<Record<string, number>> {
   const { rows } = await db.pool.query<{ table_name: string }>(
-    `select table_name from information_schema.tables where table_schema = $1 order by 1`, [db.schema])
+    `select table_name from information_schema.tables where table_schema = $1 order by 1`,
+    [db.schema],
+  )
   const out: Record<string, number> = {}
   for (const { table_name } of rows) {
-    out[table_name] = (await db.pool.query<{ n: number }>(`select count(*)::int as n from "${db.schema}"."${table_name}"`)).rows[0]!.n
+    out[table_name] = (
+      await db.pool.query<{ n: number }>(`select count(*)::int as n from "${db.schema}"."${table_name}"`)
+    ).rows[0]!.n
   }
   return out
 }
@@ -57,7 +61,13 @@ const nested = (depth: number): unknown => {
 }
 
 const SQL = `'); DROP TABLE jobs; --`
-const hostileTexts = [`it's "quoted" \\ back\`tick`, SQL, `${SQL.replace('jobs', `"${'x'}".jobs`)}`, '😀 emoji 👩‍👩‍👧 ✓', '$1 $$ :PGONCE_SCHEMA %s %I']
+const hostileTexts = [
+  `it's "quoted" \\ back\`tick`,
+  SQL,
+  `${SQL.replace('jobs', `"${'x'}".jobs`)}`,
+  '😀 emoji 👩‍👩‍👧 ✓',
+  '$1 $$ :PGONCE_SCHEMA %s %I',
+]
 
 describe('hostile text is stored exactly and runs nothing', () => {
   it('quotes, SQL and emoji in name, jobId, dedup key and data (keys and values) round-trip byte for byte', async () => {
@@ -68,8 +78,12 @@ describe('hostile text is stored exactly and runs nothing', () => {
       const data = { [text]: text, list: [text, { nested: text }] }
       const job = await queue.add(text, data, { jobId: `${text}#${n}`, deduplication: { id: `${text}@${n}` } })
       expect(job.deduplicated).toBe(false)
-      const { rows: [row] } = await db.pool.query<{ name: string; job_id: string; dedup_key: string; data: unknown }>(
-        `select name, job_id, dedup_key, data from "${db.schema}".jobs where id = $1`, [job.id])
+      const {
+        rows: [row],
+      } = await db.pool.query<{ name: string; job_id: string; dedup_key: string; data: unknown }>(
+        `select name, job_id, dedup_key, data from "${db.schema}".jobs where id = $1`,
+        [job.id],
+      )
       expect(row).toEqual({ name: text, job_id: `${text}#${n}`, dedup_key: `${text}@${n}`, data })
       expect((await queue.getJob(job.id))?.data).toEqual(data)
       expect((await queue.getJobByCustomId(`${text}#${n}`))?.id).toBe(job.id)
@@ -79,9 +93,12 @@ describe('hostile text is stored exactly and runs nothing', () => {
       expect(again).toMatchObject({ id: job.id, deduplicated: true, outcome: 'duplicate-job-id' })
     }
     // Through the SQL API too, with bound parameters.
-    const { rows: [sqlRow] } = await db.pool.query<{ id: string }>(
+    const {
+      rows: [sqlRow],
+    } = await db.pool.query<{ id: string }>(
       `select (a.job).id::text as id from "${db.schema}".add_job(queue => 'hostile', name => $1, data => $2::jsonb, job_id => $1) a`,
-      [SQL, JSON.stringify({ q: SQL })])
+      [SQL, JSON.stringify({ q: SQL })],
+    )
     expect((await queue.getJob(sqlRow!.id))?.name).toBe(SQL)
 
     const after = await footprint()
@@ -93,19 +110,29 @@ describe('hostile text is stored exactly and runs nothing', () => {
   it('a worker receives hostile data exactly as it was added', async () => {
     const q = new Queue('hostile-run', { connectionString: db.url, schema: db.schema, migrate: false })
     const seen = new Map<string, { name: string; data: unknown }>()
-    const worker = new Worker('hostile-run', async (job) => {
-      seen.set(job.id, { name: job.name, data: job.data })
-      return job.data
-    }, { connectionString: db.url, schema: db.schema, pollIntervalMs: 100, maintenanceIntervalMs: 0, migrate: false })
+    const worker = new Worker(
+      'hostile-run',
+      async (job) => {
+        seen.set(job.id, { name: job.name, data: job.data })
+        return job.data
+      },
+      { connectionString: db.url, schema: db.schema, pollIntervalMs: 100, maintenanceIntervalMs: 0, migrate: false },
+    )
     try {
       const added = await q.addBulk(hostileTexts.map((t) => ({ name: t, data: { t, deep: nested(200) } })))
       await waitFor(() => added.every((j) => seen.has(j.id)), 10_000, 'the worker to run every hostile job')
-      for (const [i, j] of added.entries()) expect(seen.get(j.id)).toEqual({ name: hostileTexts[i], data: { t: hostileTexts[i], deep: nested(200) } })
-      const rows = await waitFor(async () => {
-        const { rows } = await db.pool.query<{ result: unknown; data: unknown }>(
-          `select result, data from "${db.schema}".jobs where queue = 'hostile-run' and state = 'completed'`)
-        return rows.length === hostileTexts.length ? rows : undefined
-      }, 10_000, 'every hostile job to be completed')
+      for (const [i, j] of added.entries())
+        expect(seen.get(j.id)).toEqual({ name: hostileTexts[i], data: { t: hostileTexts[i], deep: nested(200) } })
+      const rows = await waitFor(
+        async () => {
+          const { rows } = await db.pool.query<{ result: unknown; data: unknown }>(
+            `select result, data from "${db.schema}".jobs where queue = 'hostile-run' and state = 'completed'`,
+          )
+          return rows.length === hostileTexts.length ? rows : undefined
+        },
+        10_000,
+        'every hostile job to be completed',
+      )
       for (const r of rows) expect(r.result).toEqual(r.data)
     } finally {
       await worker.close()
@@ -123,18 +150,47 @@ describe('bad text is rejected with a typed error naming the field, before any I
   it.each([
     ['NUL in the name', () => queue.add(nul, {}), 'NUL_BYTE', 'name'],
     ['NUL in a jobId', () => queue.add('n', {}, { jobId: nul }), 'NUL_BYTE', 'opts.jobId'],
-    ['NUL in a dedup key', () => queue.add('n', {}, { deduplication: { id: nul } }), 'NUL_BYTE', 'opts.deduplication.id'],
+    [
+      'NUL in a dedup key',
+      () => queue.add('n', {}, { deduplication: { id: nul } }),
+      'NUL_BYTE',
+      'opts.deduplication.id',
+    ],
     ['NUL in a data string', () => queue.add('n', { a: [1, nul] }), 'NUL_BYTE', 'data.a[1]'],
     ['NUL in a data key', () => queue.add('n', { [nul]: 1 }), 'NUL_BYTE', `data.${nul}`],
     ['a lone surrogate in the name', () => queue.add(lone, {}), 'LONE_SURROGATE', 'name'],
     ['a lone surrogate in a jobId', () => queue.add('n', {}, { jobId: lone }), 'LONE_SURROGATE', 'opts.jobId'],
-    ['a lone surrogate in a dedup key', () => queue.add('n', {}, { deduplication: { id: '\uDC00' } }), 'LONE_SURROGATE', 'opts.deduplication.id'],
+    [
+      'a lone surrogate in a dedup key',
+      () => queue.add('n', {}, { deduplication: { id: '\uDC00' } }),
+      'LONE_SURROGATE',
+      'opts.deduplication.id',
+    ],
     ['a lone surrogate in data', () => queue.add('n', { s: lone }), 'LONE_SURROGATE', 'data.s'],
     ['a 300-byte name', () => queue.add(tooLong, {}), 'TOO_LONG', 'name'],
     ['a 300-byte jobId', () => queue.add('n', {}, { jobId: tooLong }), 'TOO_LONG', 'opts.jobId'],
-    ['a 300-byte dedup key', () => queue.add('n', {}, { deduplication: { id: tooLong } }), 'TOO_LONG', 'opts.deduplication.id'],
-    ['a 256-byte emoji key (64 characters)', () => queue.add('n', {}, { deduplication: { id: tooLongEmoji } }), 'TOO_LONG', 'opts.deduplication.id'],
-    ['a 300-byte key in a batch', () => queue.addBulk([{ name: 'n', data: {} }, { name: 'n', data: {}, opts: { jobId: tooLong } }]), 'TOO_LONG', 'items[1].opts.jobId'],
+    [
+      'a 300-byte dedup key',
+      () => queue.add('n', {}, { deduplication: { id: tooLong } }),
+      'TOO_LONG',
+      'opts.deduplication.id',
+    ],
+    [
+      'a 256-byte emoji key (64 characters)',
+      () => queue.add('n', {}, { deduplication: { id: tooLongEmoji } }),
+      'TOO_LONG',
+      'opts.deduplication.id',
+    ],
+    [
+      'a 300-byte key in a batch',
+      () =>
+        queue.addBulk([
+          { name: 'n', data: {} },
+          { name: 'n', data: {}, opts: { jobId: tooLong } },
+        ]),
+      'TOO_LONG',
+      'items[1].opts.jobId',
+    ],
     ['a 300-byte key looked up', () => queue.getDeduplicationJobId(tooLong), 'TOO_LONG', 'key'],
   ] as const)('%s', async (_what, fn, code, field) => {
     await rejected(fn, code, field)
@@ -144,8 +200,12 @@ describe('bad text is rejected with a typed error naming the field, before any I
     const key = `${'😀'.repeat(63)}abc` // 252 + 3 bytes
     expect(Buffer.byteLength(key)).toBe(255)
     const job = await queue.add('n', {}, { jobId: key, deduplication: { id: key } })
-    const { rows: [row] } = await db.pool.query<{ job_id: string; dedup_key: string }>(
-      `select job_id, dedup_key from "${db.schema}".jobs where id = $1`, [job.id])
+    const {
+      rows: [row],
+    } = await db.pool.query<{ job_id: string; dedup_key: string }>(
+      `select job_id, dedup_key from "${db.schema}".jobs where id = $1`,
+      [job.id],
+    )
     expect(row).toEqual({ job_id: key, dedup_key: key })
   })
 })
@@ -154,7 +214,15 @@ describe('huge and deep data', () => {
   it('data nested 10,000 levels deep is a ValidationError (TOO_DEEP) naming the field, not a RangeError', async () => {
     const err = await rejected(() => queue.add('deep', nested(10_000)), 'TOO_DEEP', 'data')
     expect(err.message).toMatch(/nested more than \d+ levels/)
-    await rejected(() => queue.addBulk([{ name: 'ok', data: {} }, { name: 'deep', data: nested(10_000) }]), 'TOO_DEEP', 'items[1].data')
+    await rejected(
+      () =>
+        queue.addBulk([
+          { name: 'ok', data: {} },
+          { name: 'deep', data: nested(10_000) },
+        ]),
+      'TOO_DEEP',
+      'items[1].data',
+    )
   })
 
   it('data at the depth limit is stored exactly; one level more is rejected', async () => {
@@ -174,9 +242,12 @@ describe('huge and deep data', () => {
       await small.close()
     }
     const job = await queue.add('big', big)
-    const { rows: [row] } = await db.pool.query<{ bytes: number; same: boolean }>(
+    const {
+      rows: [row],
+    } = await db.pool.query<{ bytes: number; same: boolean }>(
       `select octet_length(data::text)::int as bytes, data = $2::jsonb as same from "${db.schema}".jobs where id = $1`,
-      [job.id, JSON.stringify(big)])
+      [job.id, JSON.stringify(big)],
+    )
     expect(row!.same).toBe(true)
     expect(row!.bytes).toBeGreaterThan(5_000_000)
     expect((await queue.getJob(job.id))?.data).toEqual(big)
@@ -186,9 +257,13 @@ describe('huge and deep data', () => {
     const client = new pg.Client({ connectionString: db.url })
     await client.connect()
     try {
-      const { rows } = await client.query<{ t: string | null }>(`select to_regclass($1)::text as t`, [`"${db.schema}".jobs`])
+      const { rows } = await client.query<{ t: string | null }>(`select to_regclass($1)::text as t`, [
+        `"${db.schema}".jobs`,
+      ])
       expect(rows[0]!.t).not.toBeNull()
-      expect(Object.keys(await footprint())).toEqual(expect.arrayContaining(['jobs', 'dedup_keys', 'processed_effects']))
+      expect(Object.keys(await footprint())).toEqual(
+        expect.arrayContaining(['jobs', 'dedup_keys', 'processed_effects']),
+      )
     } finally {
       await client.end()
     }

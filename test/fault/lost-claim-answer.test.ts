@@ -47,17 +47,21 @@ async function proxyTo(url: string) {
   return {
     url: via.href,
     mute: (port: number): boolean => pairs.some((p) => p.server.localPort === port && (p.muted = true)),
-    close: () => new Promise<void>((resolve) => {
-      for (const p of pairs) p.client.destroy()
-      proxy.close(() => resolve())
-    }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const p of pairs) p.client.destroy()
+        proxy.close(() => resolve())
+      }),
   }
 }
 
 describe('a claim whose answer was lost', () => {
   it('gives its jobs back once the worker is connected again: they run at once, each once', async () => {
     const queue = new Queue('lost', { connectionString: db.url, schema: db.schema, migrate: false })
-    const jobs = await queue.addBulk([{ name: 'a', data: {} }, { name: 'b', data: {} }])
+    const jobs = await queue.addBulk([
+      { name: 'a', data: {} },
+      { name: 'b', data: {} },
+    ])
     const ids = jobs.map((j) => j.id)
     const proxy = await proxyTo(db.url)
     const locker = new pg.Client({ connectionString: db.url })
@@ -67,26 +71,59 @@ describe('a claim whose answer was lost', () => {
     try {
       await locker.query('begin')
       await locker.query(`lock table "${db.schema}".jobs in exclusive mode`)
-      worker = new Worker('lost', async (job) => {
-        runs.push(job.id)
-      }, {
-        connectionString: namedSessionUrl(proxy.url, 'lost-claimer'), listenConnectionString: db.url, schema: db.schema,
-        concurrency: 2, leaseMs: 60_000, pollIntervalMs: 200, maintenanceIntervalMs: 0, migrate: false,
-      })
+      worker = new Worker(
+        'lost',
+        async (job) => {
+          runs.push(job.id)
+        },
+        {
+          connectionString: namedSessionUrl(proxy.url, 'lost-claimer'),
+          listenConnectionString: db.url,
+          schema: db.schema,
+          concurrency: 2,
+          leaseMs: 60_000,
+          pollIntervalMs: 200,
+          maintenanceIntervalMs: 0,
+          migrate: false,
+        },
+      )
       worker.on('error', () => {})
-      const blocked = await waitFor(async () => (await db.pool.query<{ pid: number; port: number }>(
-        `select pid, client_port as port from pg_stat_activity where application_name = 'lost-claimer' and wait_event_type = 'Lock'`,
-      )).rows[0], 30_000, 'the claim to wait for the lock')
+      const blocked = await waitFor(
+        async () =>
+          (
+            await db.pool.query<{ pid: number; port: number }>(
+              `select pid, client_port as port from pg_stat_activity where application_name = 'lost-claimer' and wait_event_type = 'Lock'`,
+            )
+          ).rows[0],
+        30_000,
+        'the claim to wait for the lock',
+      )
       expect(proxy.mute(blocked.port)).toBe(true)
       await locker.query('commit')
-      await waitFor(async () => (await db.pool.query(
-        `select count(*)::int as n from "${db.schema}".jobs where id = any($1) and state = 'active' and locked_by = $2`, [ids, worker?.id],
-      )).rows[0].n === 2, 10_000, 'the claim to commit')
+      await waitFor(
+        async () =>
+          (
+            await db.pool.query(
+              `select count(*)::int as n from "${db.schema}".jobs where id = any($1) and state = 'active' and locked_by = $2`,
+              [ids, worker?.id],
+            )
+          ).rows[0].n === 2,
+        10_000,
+        'the claim to commit',
+      )
       expect(await terminate(db.pool, blocked.pid)).toBe(true)
 
-      await waitFor(async () => (await db.pool.query(
-        `select count(*)::int as n from "${db.schema}".jobs where id = any($1) and state = 'completed'`, [ids],
-      )).rows[0].n === 2, 15_000, 'both jobs to run, long before their 60 s lease')
+      await waitFor(
+        async () =>
+          (
+            await db.pool.query(
+              `select count(*)::int as n from "${db.schema}".jobs where id = any($1) and state = 'completed'`,
+              [ids],
+            )
+          ).rows[0].n === 2,
+        15_000,
+        'both jobs to run, long before their 60 s lease',
+      )
       expect(runs.sort()).toEqual([...ids].sort())
       const { rows } = await db.pool.query(`select attempts from "${db.schema}".jobs where id = any($1)`, [ids])
       expect(rows).toEqual([{ attempts: 1 }, { attempts: 1 }])

@@ -39,22 +39,36 @@ describe.each([
     let running = 0
     const ran: number[] = []
     const errors: Error[] = []
-    const worker = new Worker<Data>(name, async (job) => {
-      running++
-      await db.pool.query(`insert into "${db.schema}".runs (queue, job_id, v) values ($1, $2, $3)`, [name, job.id, job.data.v ?? null])
-      if (job.data.v !== undefined) ran.push(job.data.v)
-      if (job.data.blocker || job.data.v === 1) await gate
-      running--
-    }, {
-      connectionString: db.url, schema: db.schema, concurrency, ...(batchSize === undefined ? {} : { batchSize }),
-      pollIntervalMs: 50, maintenanceIntervalMs: 0, migrate: false,
-    })
+    const worker = new Worker<Data>(
+      name,
+      async (job) => {
+        running++
+        await db.pool.query(`insert into "${db.schema}".runs (queue, job_id, v) values ($1, $2, $3)`, [
+          name,
+          job.id,
+          job.data.v ?? null,
+        ])
+        if (job.data.v !== undefined) ran.push(job.data.v)
+        if (job.data.blocker || job.data.v === 1) await gate
+        running--
+      },
+      {
+        connectionString: db.url,
+        schema: db.schema,
+        concurrency,
+        ...(batchSize === undefined ? {} : { batchSize }),
+        pollIntervalMs: 50,
+        maintenanceIntervalMs: 0,
+        migrate: false,
+      },
+    )
     worker.on('error', (err) => errors.push(err))
     const replace = (v: number) => queue.add('v', { v }, { deduplication: { id: 'k', replace: true } })
     try {
       const v1 = await replace(1)
       expect(v1.outcome).toBe('added')
-      if (concurrency > 1) await queue.addBulk(Array.from({ length: concurrency - 1 }, () => ({ name: 'b', data: { blocker: true } })))
+      if (concurrency > 1)
+        await queue.addBulk(Array.from({ length: concurrency - 1 }, () => ({ name: 'b', data: { blocker: true } })))
       await waitFor(() => running === concurrency, 20_000, `all ${concurrency} slots to be busy`)
 
       const v2 = await replace(2)
@@ -63,7 +77,9 @@ describe.each([
       const samples: unknown[] = []
       for (let i = 0; i < 12; i++) {
         const { rows } = await db.pool.query<{ state: string; locked_by: string | null; attempts: number }>(
-          `select state, locked_by, attempts from "${db.schema}".jobs where id = $1`, [v2.id])
+          `select state, locked_by, attempts from "${db.schema}".jobs where id = $1`,
+          [v2.id],
+        )
         samples.push(rows[0])
         await new Promise((r) => setTimeout(r, 50))
       }
@@ -77,20 +93,33 @@ describe.each([
       expect(await queue.getDeduplicationJobId('k')).toBe(v3.id)
 
       open()
-      await waitFor(async () => {
-        const { rows } = await db.pool.query<{ n: number }>(
-          `select count(*)::int as n from "${db.schema}".jobs where queue = $1 and state = 'completed'`, [name])
-        return rows[0]!.n === concurrency + 1
-      }, 20_000, 'v1, v3 and the blockers to complete')
+      await waitFor(
+        async () => {
+          const { rows } = await db.pool.query<{ n: number }>(
+            `select count(*)::int as n from "${db.schema}".jobs where queue = $1 and state = 'completed'`,
+            [name],
+          )
+          return rows[0]!.n === concurrency + 1
+        },
+        20_000,
+        'v1, v3 and the blockers to complete',
+      )
       await new Promise((r) => setTimeout(r, 200)) // a late start of v2 would show by now
 
       expect(ran.sort()).toEqual([1, 3])
       const { rows: runs } = await db.pool.query<{ v: number }>(
-        `select v from "${db.schema}".runs where queue = $1 and v is not null order by v`, [name])
+        `select v from "${db.schema}".runs where queue = $1 and v is not null order by v`,
+        [name],
+      )
       expect(runs.map((r) => r.v)).toEqual([1, 3])
       const { rows: states } = await db.pool.query<{ id: string; state: string; attempts: number }>(
-        `select j.id::text, j.state, j.attempts from "${db.schema}".jobs j where j.id = any($1) order by j.id`, [[v1.id, v3.id]])
-      expect(states).toEqual([{ id: v1.id, state: 'completed', attempts: 1 }, { id: v3.id, state: 'completed', attempts: 1 }])
+        `select j.id::text, j.state, j.attempts from "${db.schema}".jobs j where j.id = any($1) order by j.id`,
+        [[v1.id, v3.id]],
+      )
+      expect(states).toEqual([
+        { id: v1.id, state: 'completed', attempts: 1 },
+        { id: v3.id, state: 'completed', attempts: 1 },
+      ])
       expect(errors).toEqual([])
     } finally {
       open()

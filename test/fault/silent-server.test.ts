@@ -87,7 +87,12 @@ describe('a server that accepts connections and never answers', () => {
 
   it("a Worker emits 'error' with it, keeps retrying, and close() returns within its bound", async () => {
     const errors: Error[] = []
-    const worker = new Worker('silent', async () => {}, { connectionString: url, ...BOUNDS, closeTimeoutMs: 200, pollIntervalMs: 100 })
+    const worker = new Worker('silent', async () => {}, {
+      connectionString: url,
+      ...BOUNDS,
+      closeTimeoutMs: 200,
+      pollIntervalMs: 100,
+    })
     worker.on('error', (e) => errors.push(e))
     closers.push(() => worker.close())
     await waitFor(() => errors.length >= 2, 10_000, 'two reported failures (it retries)')
@@ -116,7 +121,13 @@ describe('a proxy to PostgreSQL that stops forwarding after the handshake', () =
 
   it('an add on a connection gone silent rejects with ANSWER_TIMEOUT naming the statement; close() returns with an add pending', async () => {
     proxy.resume()
-    const queue = new Queue('stalled', { connectionString: url, schema: db.schema, migrate: false, poolSize: 2, ...BOUNDS })
+    const queue = new Queue('stalled', {
+      connectionString: url,
+      schema: db.schema,
+      migrate: false,
+      poolSize: 2,
+      ...BOUNDS,
+    })
     closers.push(() => queue.close())
     await queue.add('warm', {})
     proxy.stall()
@@ -136,7 +147,13 @@ describe('a proxy to PostgreSQL that stops forwarding after the handshake', () =
     const done = new Set<string>()
     const errors: Error[] = []
     const worker = new Worker('stalled-worker', async (job) => void done.add(job.id), {
-      connectionString: url, schema: db.schema, migrate: false, ...BOUNDS, closeTimeoutMs: 200, pollIntervalMs: 100, maintenanceIntervalMs: 0,
+      connectionString: url,
+      schema: db.schema,
+      migrate: false,
+      ...BOUNDS,
+      closeTimeoutMs: 200,
+      pollIntervalMs: 100,
+      maintenanceIntervalMs: 0,
     })
     worker.on('error', (e) => errors.push(e))
     closers.push(() => worker.close())
@@ -146,7 +163,11 @@ describe('a proxy to PostgreSQL that stops forwarding after the handshake', () =
 
     proxy.stall()
     const stalledJob = await producer.add('j', {})
-    await waitFor(() => errors.some((e) => e instanceof DatabaseTimeoutError), 15_000, "a DatabaseTimeoutError on 'error'")
+    await waitFor(
+      () => errors.some((e) => e instanceof DatabaseTimeoutError),
+      15_000,
+      "a DatabaseTimeoutError on 'error'",
+    )
     const timeout = errors.find((e) => e instanceof DatabaseTimeoutError) as DatabaseTimeoutError
     expect(timeout.server).toBe(`127.0.0.1:${proxy.port}`)
     expect(done.has(stalledJob.id)).toBe(false)

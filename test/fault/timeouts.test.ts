@@ -27,12 +27,18 @@ afterAll(async () => {
 })
 
 /** The test server's URL with a server setting for every session (libpq `options`). */
-const withSetting = (setting: string) => `${db.url}${db.url.includes('?') ? '&' : '?'}options=${encodeURIComponent(`-c ${setting}`)}`
+const withSetting = (setting: string) =>
+  `${db.url}${db.url.includes('?') ? '&' : '?'}options=${encodeURIComponent(`-c ${setting}`)}`
 
-const snapshot = async (queue: string) => (await db.pool.query(
-  `select (select count(*)::int from "${db.schema}".jobs where queue = $1) as jobs,
+const snapshot = async (queue: string) =>
+  (
+    await db.pool.query(
+      `select (select count(*)::int from "${db.schema}".jobs where queue = $1) as jobs,
           (select coalesce(json_agg(json_build_object('key', key, 'job', job_id::text, 'expires', expires_at) order by key), '[]')
-             from "${db.schema}".dedup_keys where queue = $1) as keys`, [queue])).rows[0]
+             from "${db.schema}".dedup_keys where queue = $1) as keys`,
+      [queue],
+    )
+  ).rows[0]
 
 async function failure(fn: () => Promise<unknown>): Promise<Error & { code?: string }> {
   try {
@@ -71,7 +77,10 @@ describe.each([
 
   it('replace on a dedup key whose row another session locks: fails with the SQLSTATE, nothing moved, succeeds after', async () => {
     const owner = await queue.add('owner', { v: 1 }, { deduplication: { id: 'held-key' } })
-    const lock = await holdLock(`select 1 from "${db.schema}".dedup_keys where queue = $1 and key = $2 for update`, [qname, 'held-key'])
+    const lock = await holdLock(`select 1 from "${db.schema}".dedup_keys where queue = $1 and key = $2 for update`, [
+      qname,
+      'held-key',
+    ])
     const before = await snapshot(qname)
     const err = await failure(() => queue.add('new', { v: 2 }, { deduplication: { id: 'held-key', replace: true } }))
     expect(err.code).toBe(sqlstate)
@@ -93,7 +102,10 @@ describe.each([
       expect(err.code).toBe(sqlstate)
       await holder.query('commit')
       expect((await snapshot(qname)).jobs).toBe(before.jobs + 1) // the committed first one, nothing of the second
-      expect(await queue.add('second', {}, { jobId: `pending-${sqlstate}` })).toMatchObject({ id: first.id, outcome: 'duplicate-job-id' })
+      expect(await queue.add('second', {}, { jobId: `pending-${sqlstate}` })).toMatchObject({
+        id: first.id,
+        outcome: 'duplicate-job-id',
+      })
     } finally {
       await holder.query('rollback').catch(() => {})
       await other.close()
@@ -102,14 +114,19 @@ describe.each([
 
   it('addBulk blocked on one key of the batch: fails, and nothing of the batch stays', async () => {
     await queue.add('owner', {}, { deduplication: { id: 'bulk-held' } })
-    const lock = await holdLock(`select 1 from "${db.schema}".dedup_keys where queue = $1 and key = $2 for update`, [qname, 'bulk-held'])
+    const lock = await holdLock(`select 1 from "${db.schema}".dedup_keys where queue = $1 and key = $2 for update`, [
+      qname,
+      'bulk-held',
+    ])
     const before = await snapshot(qname)
-    const err = await failure(() => queue.addBulk([
-      { name: 'a', data: {} },
-      { name: 'b', data: {}, opts: { jobId: `bulk-${sqlstate}-b` } },
-      { name: 'c', data: {}, opts: { deduplication: { id: `bulk-${sqlstate}-c` } } },
-      { name: 'd', data: {}, opts: { deduplication: { id: 'bulk-held', replace: true } } },
-    ]))
+    const err = await failure(() =>
+      queue.addBulk([
+        { name: 'a', data: {} },
+        { name: 'b', data: {}, opts: { jobId: `bulk-${sqlstate}-b` } },
+        { name: 'c', data: {}, opts: { deduplication: { id: `bulk-${sqlstate}-c` } } },
+        { name: 'd', data: {}, opts: { deduplication: { id: 'bulk-held', replace: true } } },
+      ]),
+    )
     expect(err.code).toBe(sqlstate)
     expect(await snapshot(qname)).toEqual(before)
     await lock.release()
@@ -119,13 +136,18 @@ describe.each([
     await queue.add('owner', {}, { deduplication: { id: 'tx-held' } })
     const caller = new pg.Client({ connectionString: withSetting(setting) })
     await caller.connect()
-    const lock = await holdLock(`select 1 from "${db.schema}".dedup_keys where queue = $1 and key = $2 for update`, [qname, 'tx-held'])
+    const lock = await holdLock(`select 1 from "${db.schema}".dedup_keys where queue = $1 and key = $2 for update`, [
+      qname,
+      'tx-held',
+    ])
     try {
       const before = await snapshot(qname)
       await caller.query('begin')
       await caller.query(`create temp table mine (x int)`)
       await queue.add('in-tx-first', {}, { tx: caller })
-      const err = await failure(() => queue.add('in-tx', {}, { deduplication: { id: 'tx-held', replace: true }, tx: caller }))
+      const err = await failure(() =>
+        queue.add('in-tx', {}, { deduplication: { id: 'tx-held', replace: true }, tx: caller }),
+      )
       expect(err.code).toBe(sqlstate)
       // What the caller sees: their transaction is aborted; every statement fails until they roll back.
       expect((await failure(() => caller.query('select 1'))).code).toBe('25P02')
@@ -146,11 +168,21 @@ describe.each([
     const gate = new Promise<void>((r) => (open = r))
     const wq = `${qname}-worker`
     const producer = new Queue(wq, { connectionString: db.url, schema: db.schema, migrate: false })
-    const worker = new Worker(wq, async () => {
-      handled++
-      await gate
-      return 'ok'
-    }, { connectionString: withSetting(setting), schema: db.schema, pollIntervalMs: 100, maintenanceIntervalMs: 0, migrate: false })
+    const worker = new Worker(
+      wq,
+      async () => {
+        handled++
+        await gate
+        return 'ok'
+      },
+      {
+        connectionString: withSetting(setting),
+        schema: db.schema,
+        pollIntervalMs: 100,
+        maintenanceIntervalMs: 0,
+        migrate: false,
+      },
+    )
     worker.on('completed', (job) => completions.push(job.id))
     worker.on('error', (err) => errors.push(err))
     try {
@@ -164,7 +196,9 @@ describe.each([
       await waitFor(() => completions.includes(job.id), 10_000, 'the completion to go through')
       expect(handled).toBe(1)
       expect(completions).toEqual([job.id])
-      const { rows } = await db.pool.query(`select state, attempts, result from "${db.schema}".jobs where id = $1`, [job.id])
+      const { rows } = await db.pool.query(`select state, attempts, result from "${db.schema}".jobs where id = $1`, [
+        job.id,
+      ])
       expect(rows[0]).toEqual({ state: 'completed', attempts: 1, result: 'ok' })
     } finally {
       open()
@@ -178,16 +212,24 @@ describe.each([
   // naming the statement, the driver's error as `cause`.
   it('the failure is a QueryTimeoutError keeping the SQLSTATE and naming the statement, also through Kysely', async () => {
     await queue.add('owner', {}, { deduplication: { id: 'typed-held' } })
-    const lock = await holdLock(`select 1 from "${db.schema}".dedup_keys where queue = $1 and key = $2 for update`, [qname, 'typed-held'])
-    const kysely = new Kysely<unknown>({ dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: withSetting(setting), max: 1 }) }) })
+    const lock = await holdLock(`select 1 from "${db.schema}".dedup_keys where queue = $1 and key = $2 for update`, [
+      qname,
+      'typed-held',
+    ])
+    const kysely = new Kysely<unknown>({
+      dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: withSetting(setting), max: 1 }) }),
+    })
     try {
       const err = await failure(() => queue.add('new', {}, { deduplication: { id: 'typed-held', replace: true } }))
       expect(err).toBeInstanceOf(pgonce.QueryTimeoutError)
       expect(err).toMatchObject({ code: sqlstate, statement: 'add-job' })
       expect((err as pgonce.QueryTimeoutError).cause).toMatchObject({ code: sqlstate })
       expect(err.message).toContain(sqlstate === '55P03' ? 'lock_timeout' : 'statement_timeout')
-      const viaKysely = await failure(() => kysely.transaction().execute((trx) =>
-        queue.add('new', {}, { deduplication: { id: 'typed-held', replace: true }, tx: trx })))
+      const viaKysely = await failure(() =>
+        kysely
+          .transaction()
+          .execute((trx) => queue.add('new', {}, { deduplication: { id: 'typed-held', replace: true }, tx: trx })),
+      )
       expect(viaKysely).toBeInstanceOf(pgonce.QueryTimeoutError)
       expect(viaKysely).toMatchObject({ code: sqlstate })
     } finally {

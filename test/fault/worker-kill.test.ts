@@ -49,26 +49,48 @@ describe('a worker process SIGKILLed mid-job', () => {
   it('its jobs are rescued after the lease (not before), run again elsewhere, and each completes once', async () => {
     const queue = new Queue('kill', { connectionString: db.url, schema: db.schema, migrate: false })
     try {
-      const jobs = await queue.addBulk(Array.from({ length: 6 }, () => ({ name: 'j', data: { mode: 'hang-first' }, opts: { attempts: 3 } })))
+      const jobs = await queue.addBulk(
+        Array.from({ length: 6 }, () => ({ name: 'j', data: { mode: 'hang-first' }, opts: { attempts: 3 } })),
+      )
       const ids = jobs.map((j) => j.id)
       const victim = worker('kill', { CONCURRENCY: '8', LEASE_MS: '1500' })
-      await waitFor(async () => (await count(`select count(*)::int as n from "${db.schema}".runs where job_id = any($1)`, [ids])) === 6,
-        30_000, 'the victim to start all six jobs')
+      await waitFor(
+        async () =>
+          (await count(`select count(*)::int as n from "${db.schema}".runs where job_id = any($1)`, [ids])) === 6,
+        30_000,
+        'the victim to start all six jobs',
+      )
       victim.kill('SIGKILL')
       expect(await exited(victim)).toBe('SIGKILL')
       const { rows: leases } = await db.pool.query<{ id: string; locked_until: Date }>(
-        `select id::text, locked_until from "${db.schema}".jobs where id = any($1)`, [ids])
+        `select id::text, locked_until from "${db.schema}".jobs where id = any($1)`,
+        [ids],
+      )
       const survivor = worker('kill', { CONCURRENCY: '8', LEASE_MS: '1500', MAINTENANCE_MS: '200', POLL_MS: '200' })
-      await waitFor(async () => (await count(
-        `select count(*)::int as n from "${db.schema}".jobs where id = any($1) and state = 'completed'`, [ids])) === 6,
-      30_000, 'the survivor to complete all six')
+      await waitFor(
+        async () =>
+          (await count(
+            `select count(*)::int as n from "${db.schema}".jobs where id = any($1) and state = 'completed'`,
+            [ids],
+          )) === 6,
+        30_000,
+        'the survivor to complete all six',
+      )
 
-      const { rows } = await db.pool.query<{ id: string; attempts: number; done: number; runs: number; second_at: Date }>(
+      const { rows } = await db.pool.query<{
+        id: string
+        attempts: number
+        done: number
+        runs: number
+        second_at: Date
+      }>(
         `select j.id::text, j.attempts,
            (select count(*)::int from "${db.schema}".done d where d.job_id = j.id) as done,
            (select count(*)::int from "${db.schema}".runs r where r.job_id = j.id) as runs,
            (select max(at) from "${db.schema}".runs r where r.job_id = j.id and r.attempt = 2) as second_at
-         from "${db.schema}".jobs j where j.id = any($1) order by j.id`, [ids])
+         from "${db.schema}".jobs j where j.id = any($1) order by j.id`,
+        [ids],
+      )
       for (const r of rows) {
         expect(r).toMatchObject({ attempts: 2, done: 1, runs: 2 })
         // Rescued only once the dead worker's lease had run out, by the database clock.
@@ -88,37 +110,72 @@ describe('a worker process frozen with SIGSTOP past its lease, then resumed', ()
       const frozen = worker('freeze', { CONCURRENCY: '2', LEASE_MS: '1000', HEARTBEAT_MS: '200', POLL_MS: '100' })
       await waitFor(() => frozen.messages().some((m) => m.ready), 30_000, 'the first worker to start')
       const job = await queue.add('j', { mode: 'sleep', ms: 1500 }, { attempts: 3 })
-      await waitFor(async () => (await count(`select count(*)::int as n from "${db.schema}".runs where job_id = $1`, [job.id])) === 1,
-        10_000, 'the first worker to start the job')
+      await waitFor(
+        async () =>
+          (await count(`select count(*)::int as n from "${db.schema}".runs where job_id = $1`, [job.id])) === 1,
+        10_000,
+        'the first worker to start the job',
+      )
       frozen.kill('SIGSTOP')
       // Read after the freeze: no heartbeat can move it any more.
-      const { rows: [held] } = await db.pool.query<{ locked_until: Date; lock_token: string }>(
-        `select locked_until, lock_token from "${db.schema}".jobs where id = $1`, [job.id])
+      const {
+        rows: [held],
+      } = await db.pool.query<{ locked_until: Date; lock_token: string }>(
+        `select locked_until, lock_token from "${db.schema}".jobs where id = $1`,
+        [job.id],
+      )
       const rescuer = worker('freeze', { CONCURRENCY: '2', LEASE_MS: '5000', MAINTENANCE_MS: '200', POLL_MS: '100' })
       try {
-        await waitFor(async () => (await count(
-          `select count(*)::int as n from "${db.schema}".runs where job_id = $1 and pid = $2`, [job.id, rescuer.pid])) === 1,
-        20_000, 'the rescuer to run the job again')
+        await waitFor(
+          async () =>
+            (await count(`select count(*)::int as n from "${db.schema}".runs where job_id = $1 and pid = $2`, [
+              job.id,
+              rescuer.pid,
+            ])) === 1,
+          20_000,
+          'the rescuer to run the job again',
+        )
       } finally {
         frozen.kill('SIGCONT')
       }
-      await waitFor(async () => (await count(`select count(*)::int as n from "${db.schema}".stale where job_id = $1`, [job.id])) === 1,
-        10_000, 'the resumed run to try to complete')
-      await waitFor(async () => (await count(
-        `select count(*)::int as n from "${db.schema}".jobs where id = $1 and state = 'completed'`, [job.id])) === 1,
-      10_000, 'the rescuer to complete the job')
+      await waitFor(
+        async () =>
+          (await count(`select count(*)::int as n from "${db.schema}".stale where job_id = $1`, [job.id])) === 1,
+        10_000,
+        'the resumed run to try to complete',
+      )
+      await waitFor(
+        async () =>
+          (await count(`select count(*)::int as n from "${db.schema}".jobs where id = $1 and state = 'completed'`, [
+            job.id,
+          ])) === 1,
+        10_000,
+        'the rescuer to complete the job',
+      )
 
-      const { rows: [row] } = await db.pool.query<{ attempts: number; result: { pid: number }; lock_token: string }>(
-        `select attempts, result, lock_token from "${db.schema}".jobs where id = $1`, [job.id])
+      const {
+        rows: [row],
+      } = await db.pool.query<{ attempts: number; result: { pid: number }; lock_token: string }>(
+        `select attempts, result, lock_token from "${db.schema}".jobs where id = $1`,
+        [job.id],
+      )
       expect(row).toMatchObject({ attempts: 2, result: { attempt: 2, pid: rescuer.pid } })
       expect(row!.lock_token).not.toBe(held!.lock_token)
       // One completion committed: the rescuer's. The resumed run's ctx.transaction was refused with LeaseLostError.
-      const { rows: done } = await db.pool.query(`select attempt, pid from "${db.schema}".done where job_id = $1`, [job.id])
+      const { rows: done } = await db.pool.query(`select attempt, pid from "${db.schema}".done where job_id = $1`, [
+        job.id,
+      ])
       expect(done).toEqual([{ attempt: 2, pid: rescuer.pid }])
-      const { rows: stale } = await db.pool.query(`select attempt, pid, error from "${db.schema}".stale where job_id = $1`, [job.id])
+      const { rows: stale } = await db.pool.query(
+        `select attempt, pid, error from "${db.schema}".stale where job_id = $1`,
+        [job.id],
+      )
       expect(stale).toEqual([{ attempt: 1, pid: frozen.pid, error: 'LeaseLostError' }])
-      const { rows: [second] } = await db.pool.query<{ at: Date }>(
-        `select at from "${db.schema}".runs where job_id = $1 and attempt = 2`, [job.id])
+      const {
+        rows: [second],
+      } = await db.pool.query<{ at: Date }>(`select at from "${db.schema}".runs where job_id = $1 and attempt = 2`, [
+        job.id,
+      ])
       expect(second!.at.getTime()).toBeGreaterThanOrEqual(held!.locked_until.getTime())
       // The frozen worker survived its own lost lease.
       expect(notSurviving(frozen)).toBeNull()
@@ -135,37 +192,76 @@ describe('rescues racing completions', () => {
     const gate = new Promise<void>((r) => (open = r))
     const completedEvents = new Map<string, number>()
     const lost: string[] = []
-    const w = new Worker<{ tx: boolean }>('race', async (job, ctx) => {
-      if (job.attempts === 1) await gate
-      if (!job.data.tx) return { attempt: job.attempts }
-      return ctx.transaction(async (tx) => {
-        await tx.query(`insert into "${db.schema}".done (job_id, attempt, pid) values ($1, $2, 0)`, [job.id, job.attempts])
-        return { attempt: job.attempts }
-      })
-    }, { connectionString: db.url, schema: db.schema, concurrency: 24, leaseMs: 60_000, heartbeatMs: 30_000,
-      pollIntervalMs: 100, maintenanceIntervalMs: 0, migrate: false })
+    const w = new Worker<{ tx: boolean }>(
+      'race',
+      async (job, ctx) => {
+        if (job.attempts === 1) await gate
+        if (!job.data.tx) return { attempt: job.attempts }
+        return ctx.transaction(async (tx) => {
+          await tx.query(`insert into "${db.schema}".done (job_id, attempt, pid) values ($1, $2, 0)`, [
+            job.id,
+            job.attempts,
+          ])
+          return { attempt: job.attempts }
+        })
+      },
+      {
+        connectionString: db.url,
+        schema: db.schema,
+        concurrency: 24,
+        leaseMs: 60_000,
+        heartbeatMs: 30_000,
+        pollIntervalMs: 100,
+        maintenanceIntervalMs: 0,
+        migrate: false,
+      },
+    )
     w.on('completed', (job) => completedEvents.set(job.id, (completedEvents.get(job.id) ?? 0) + 1))
     w.on('error', (err) => lost.push(err.name))
     try {
-      const jobs = await queue.addBulk(Array.from({ length: 24 }, (_, i) => ({ name: 'r', data: { tx: i % 2 === 0 }, opts: { attempts: 3 } })))
+      const jobs = await queue.addBulk(
+        Array.from({ length: 24 }, (_, i) => ({ name: 'r', data: { tx: i % 2 === 0 }, opts: { attempts: 3 } })),
+      )
       const ids = jobs.map((j) => j.id)
-      await waitFor(async () => (await count(
-        `select count(*)::int as n from "${db.schema}".jobs where id = any($1) and state = 'active'`, [ids])) === 24,
-      10_000, 'all 24 handlers to start')
+      await waitFor(
+        async () =>
+          (await count(`select count(*)::int as n from "${db.schema}".jobs where id = any($1) and state = 'active'`, [
+            ids,
+          ])) === 24,
+        10_000,
+        'all 24 handlers to start',
+      )
       // Every lease expired (backdated), then the rescue and the completions race.
-      await db.pool.query(`update "${db.schema}".jobs set locked_until = now() - interval '1 second' where id = any($1)`, [ids])
+      await db.pool.query(
+        `update "${db.schema}".jobs set locked_until = now() - interval '1 second' where id = any($1)`,
+        [ids],
+      )
       const rescue = runMaintenance({ connectionString: db.url, schema: db.schema })
       open()
       const { rescued } = await rescue
-      await waitFor(async () => (await count(
-        `select count(*)::int as n from "${db.schema}".jobs where id = any($1) and state = 'completed'`, [ids])) === 24,
-      15_000, 'all 24 to complete')
+      await waitFor(
+        async () =>
+          (await count(
+            `select count(*)::int as n from "${db.schema}".jobs where id = any($1) and state = 'completed'`,
+            [ids],
+          )) === 24,
+        15_000,
+        'all 24 to complete',
+      )
       await new Promise((r) => setTimeout(r, 300)) // any late duplicate completion would show by now
 
-      const { rows } = await db.pool.query<{ id: string; attempts: number; result: { attempt: number }; tx: boolean; done: number }>(
+      const { rows } = await db.pool.query<{
+        id: string
+        attempts: number
+        result: { attempt: number }
+        tx: boolean
+        done: number
+      }>(
         `select j.id::text, j.attempts, j.result, (j.data->>'tx')::boolean as tx,
            (select count(*)::int from "${db.schema}".done d where d.job_id = j.id and d.attempt = j.attempts) as done
-         from "${db.schema}".jobs j where j.id = any($1)`, [ids])
+         from "${db.schema}".jobs j where j.id = any($1)`,
+        [ids],
+      )
       const rescuedJobs = rows.filter((r) => r.attempts === 2).length
       expect(rescuedJobs).toBe(rescued)
       for (const r of rows) {
@@ -174,7 +270,10 @@ describe('rescues racing completions', () => {
         if (r.tx) expect(r.done).toBe(1)
         expect(completedEvents.get(r.id)).toBe(1)
       }
-      const txDone = await count(`select count(*)::int as n from "${db.schema}".done where job_id = any($1) and pid = 0`, [ids])
+      const txDone = await count(
+        `select count(*)::int as n from "${db.schema}".done where job_id = any($1) and pid = 0`,
+        [ids],
+      )
       expect(txDone).toBe(12)
       // Runs that lost the race learned it (LeaseLostError), and nothing else went wrong.
       expect(lost.filter((n) => n !== 'LeaseLostError')).toEqual([])
@@ -193,8 +292,16 @@ describe('a stale lock token', () => {
     try {
       const job = await queue.add('s', {}, { attempts: 5 })
       const claim = async (): Promise<string> => {
-        const { rows } = await db.pool.query<{ lock_token: string }>(sqlFor('claim-jobs', s),
-          ['stale', 1, 60_000, 'manual', newTokenPrefix(), -2_147_483_648, '-100000000000000000', '0'])
+        const { rows } = await db.pool.query<{ lock_token: string }>(sqlFor('claim-jobs', s), [
+          'stale',
+          1,
+          60_000,
+          'manual',
+          newTokenPrefix(),
+          -2_147_483_648,
+          '-100000000000000000',
+          '0',
+        ])
         expect(rows).toHaveLength(1)
         return rows[0]!.lock_token
       }
@@ -203,7 +310,8 @@ describe('a stale lock token', () => {
       expect((await runMaintenance({ connectionString: db.url, schema: s })).rescued).toBe(1)
       const current = await claim()
       expect(current).not.toBe(old)
-      const snapshot = async () => (await db.pool.query(`select to_jsonb(j) as row from "${s}".jobs j where id = $1`, [job.id])).rows[0].row
+      const snapshot = async () =>
+        (await db.pool.query(`select to_jsonb(j) as row from "${s}".jobs j where id = $1`, [job.id])).rows[0].row
       const before = await snapshot()
 
       const attempts: [string, unknown[]][] = [

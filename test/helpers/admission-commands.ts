@@ -6,12 +6,27 @@
 import fc from 'fast-check'
 import type pg from 'pg'
 import {
-  type AdmissionModel, type Answer, type BatchAnswer, type DepTarget, type ModelAdd, type ModelDedup, type ModelJob,
-  FAILURE_MESSAGE, isLive, isQueued,
+  type AdmissionModel,
+  type Answer,
+  type BatchAnswer,
+  type DepTarget,
+  type ModelAdd,
+  type ModelDedup,
+  type ModelJob,
+  FAILURE_MESSAGE,
+  isLive,
+  isQueued,
 } from './admission-model.js'
 import type { RealAnswer, RealBatch, World } from './admission-world.js'
 import {
-  claimJob, completeJob, deleteJobRow, expireKey, failJob, finishJobByHand, removeKey, removeOwnKey,
+  claimJob,
+  completeJob,
+  deleteJobRow,
+  expireKey,
+  failJob,
+  finishJobByHand,
+  removeKey,
+  removeOwnKey,
 } from './owner-transitions.js'
 
 /** A small key space and jobId space, so that adds collide all the time. */
@@ -48,63 +63,86 @@ export interface AddSpec {
 const maybe = <T>(arb: fc.Arbitrary<T>, weight: number): fc.Arbitrary<T | undefined> =>
   fc.oneof({ weight: 10 - weight, arbitrary: fc.constant(undefined) }, { weight, arbitrary: arb })
 
-const dedupArb: fc.Arbitrary<ModelDedup> = fc.record({
-  id: fc.constantFrom(...KEYS),
-  ttl: maybe(fc.constantFrom(...TTLS), 6),
-  strategy: fc.constantFrom('none', 'none', 'extend', 'extend', 'replace', 'replace+extend', 'extend:false'),
-}).map(({ id, ttl, strategy }) => {
-  const d: ModelDedup = { id }
-  if (ttl !== undefined) d.ttl = ttl
-  if (strategy === 'extend' || strategy === 'replace+extend') d.extend = true
-  if (strategy === 'extend:false') d.extend = false
-  if (strategy === 'replace' || strategy === 'replace+extend') d.replace = true
-  // extend alone needs a TTL (a ValidationError otherwise, not an admission rule).
-  if (d.extend === true && d.replace !== true && d.ttl === undefined) d.ttl = TTLS[0]
-  return d
-})
+const dedupArb: fc.Arbitrary<ModelDedup> = fc
+  .record({
+    id: fc.constantFrom(...KEYS),
+    ttl: maybe(fc.constantFrom(...TTLS), 6),
+    strategy: fc.constantFrom('none', 'none', 'extend', 'extend', 'replace', 'replace+extend', 'extend:false'),
+  })
+  .map(({ id, ttl, strategy }) => {
+    const d: ModelDedup = { id }
+    if (ttl !== undefined) d.ttl = ttl
+    if (strategy === 'extend' || strategy === 'replace+extend') d.extend = true
+    if (strategy === 'extend:false') d.extend = false
+    if (strategy === 'replace' || strategy === 'replace+extend') d.replace = true
+    // extend alone needs a TTL (a ValidationError otherwise, not an admission rule).
+    if (d.extend === true && d.replace !== true && d.ttl === undefined) d.ttl = TTLS[0]
+    return d
+  })
 
-export const addSpecArb: fc.Arbitrary<AddSpec> = fc.record({
-  name: fc.constantFrom('push', 'mail'),
-  jobId: maybe(fc.constantFrom(...JOB_IDS), 4),
-  dedup: maybe(dedupArb, 6),
-  delay: maybe(fc.constantFrom(0, LONG_DELAY), 2),
-  priority: maybe(fc.constantFrom(0, 3), 2),
-  attempts: maybe(fc.constantFrom(1, 2), 2),
-  deps: maybe(fc.uniqueArray(fc.oneof(
-    { weight: 4, arbitrary: fc.nat(3).map((recent): DepPick => ({ recent })) },
-    { weight: 3, arbitrary: fc.constantFrom(...KEYS).map((owner): DepPick => ({ owner })) },
-    { weight: 2, arbitrary: fc.nat(40) },
-    { weight: 1, arbitrary: fc.constant('missing' as const) },
-  ), { minLength: 1, maxLength: 2, selector: (d) => JSON.stringify(d) }), 3),
-}).map((r) => {
-  const spec: AddSpec = { name: r.name }
-  for (const k of ['jobId', 'dedup', 'delay', 'priority', 'attempts', 'deps'] as const) {
-    if (r[k] !== undefined) Object.assign(spec, { [k]: r[k] })
-  }
-  return spec
-})
+export const addSpecArb: fc.Arbitrary<AddSpec> = fc
+  .record({
+    name: fc.constantFrom('push', 'mail'),
+    jobId: maybe(fc.constantFrom(...JOB_IDS), 4),
+    dedup: maybe(dedupArb, 6),
+    delay: maybe(fc.constantFrom(0, LONG_DELAY), 2),
+    priority: maybe(fc.constantFrom(0, 3), 2),
+    attempts: maybe(fc.constantFrom(1, 2), 2),
+    deps: maybe(
+      fc.uniqueArray(
+        fc.oneof(
+          { weight: 4, arbitrary: fc.nat(3).map((recent): DepPick => ({ recent })) },
+          { weight: 3, arbitrary: fc.constantFrom(...KEYS).map((owner): DepPick => ({ owner })) },
+          { weight: 2, arbitrary: fc.nat(40) },
+          { weight: 1, arbitrary: fc.constant('missing' as const) },
+        ),
+        { minLength: 1, maxLength: 2, selector: (d) => JSON.stringify(d) },
+      ),
+      3,
+    ),
+  })
+  .map((r) => {
+    const spec: AddSpec = { name: r.name }
+    for (const k of ['jobId', 'dedup', 'delay', 'priority', 'attempts', 'deps'] as const) {
+      if (r[k] !== undefined) Object.assign(spec, { [k]: r[k] })
+    }
+    return spec
+  })
 
 function describeSpec(s: AddSpec | ModelAdd): string {
   const parts: string[] = [s.name]
   if ('data' in s) parts.push(`n${s.data.n}`)
   if (s.jobId !== undefined) parts.push(`jobId:${s.jobId}`)
   if (s.dedup !== undefined) {
-    const flags = [s.dedup.ttl === undefined ? '' : `ttl${s.dedup.ttl}`, s.dedup.extend === undefined ? '' : `extend:${s.dedup.extend}`,
-      s.dedup.replace ? 'replace' : ''].filter((f) => f !== '')
+    const flags = [
+      s.dedup.ttl === undefined ? '' : `ttl${s.dedup.ttl}`,
+      s.dedup.extend === undefined ? '' : `extend:${s.dedup.extend}`,
+      s.dedup.replace ? 'replace' : '',
+    ].filter((f) => f !== '')
     parts.push(`key:${s.dedup.id}${flags.length === 0 ? '' : `(${flags.join(',')})`}`)
   }
   if (s.delay !== undefined) parts.push(`delay:${s.delay}`)
   if (s.priority !== undefined) parts.push(`priority:${s.priority}`)
   if (s.attempts !== undefined) parts.push(`attempts:${s.attempts}`)
-  const deps = 'deps' in s
-    ? s.deps?.map((d) => (d === 'missing' ? d : typeof d === 'number' ? `pick${d}` : 'owner' in d ? `ownerOf:${d.owner}` : `recent${d.recent}`))
-    : (s as ModelAdd).dependsOn?.map((d) => (d === 'missing' ? d : `#${d}`))
+  const deps =
+    'deps' in s
+      ? s.deps?.map((d) =>
+          d === 'missing'
+            ? d
+            : typeof d === 'number'
+              ? `pick${d}`
+              : 'owner' in d
+                ? `ownerOf:${d.owner}`
+                : `recent${d.recent}`,
+        )
+      : (s as ModelAdd).dependsOn?.map((d) => (d === 'missing' ? d : `#${d}`))
   if (deps !== undefined) parts.push(`dependsOn:[${deps.join(',')}]`)
   return parts.join(' ')
 }
 
 function describeAnswer(a: Answer | BatchAnswer): string {
-  if (a.kind === 'rejected') return `rejected ${a.code}${a.owner === null ? '' : ` (owner #${a.owner})`}${'index' in a ? ` at item ${a.index}` : ''}`
+  if (a.kind === 'rejected')
+    return `rejected ${a.code}${a.owner === null ? '' : ` (owner #${a.owner})`}${'index' in a ? ` at item ${a.index}` : ''}`
   if (a.kind === 'batch') return `[${a.answers.map(describeAnswer).join('; ')}]`
   return `${a.outcome} #${a.job} ${a.state}`
 }
@@ -137,11 +175,13 @@ function resolve(spec: AddSpec, m: AdmissionModel, w: World): ModelAdd {
     const existing = m.jobs()
     req.dependsOn = deps.map((d): DepTarget => {
       if (d === 'missing') return d
-      if (typeof d === 'number') return created.length === 0 ? 'missing' : created[d % created.length] as number
+      if (typeof d === 'number') return created.length === 0 ? 'missing' : (created[d % created.length] as number)
       const owner = 'owner' in d ? m.keyRows().find(([k]) => k === d.owner)?.[1].owner : undefined
       if (owner !== undefined) return owner
       const recent = 'recent' in d ? d.recent : 0
-      return existing.length === 0 ? 'missing' : (existing[existing.length - 1 - (recent % existing.length)] as ModelJob).id
+      return existing.length === 0
+        ? 'missing'
+        : (existing[existing.length - 1 - (recent % existing.length)] as ModelJob).id
     })
   }
   return req
@@ -177,17 +217,24 @@ async function runAdd(path: AddPath, req: ModelAdd, m: AdmissionModel, w: World,
   const expected = m.add(req)
   const label = `${path}${tx === undefined ? '' : ' in tx'} ${describeSpec(req)} => model: ${describeAnswer(expected)}`
   w.log(label)
-  const actual: RealAnswer = path === 'queue.add' ? await w.add(req, tx)
-    : await w.sqlAdd(req, path === 'add_job' ? undefined : false, tx)
+  const actual: RealAnswer =
+    path === 'queue.add' ? await w.add(req, tx) : await w.sqlAdd(req, path === 'add_job' ? undefined : false, tx)
   w.expectAnswer(label, expected, actual)
 }
 
-async function runBulk(path: BulkPath, reqs: ModelAdd[], m: AdmissionModel, w: World, tx?: pg.PoolClient): Promise<void> {
+async function runBulk(
+  path: BulkPath,
+  reqs: ModelAdd[],
+  m: AdmissionModel,
+  w: World,
+  tx?: pg.PoolClient,
+): Promise<void> {
   const at = tx === undefined ? path : `${path} in tx`
   // Each item is counted in the state the model is in before the batch (a repeat inside it may meet another cell).
   for (const r of reqs) tallyAdd(m, r, at)
   // queue.addBulk sends a batch of plain items to add_plain_jobs() instead of add_jobs().
-  if (reqs.every((r) => r.jobId === undefined && r.dedup === undefined && r.dependsOn === undefined)) tally('all-plain batch', at)
+  if (reqs.every((r) => r.jobId === undefined && r.dedup === undefined && r.dependsOn === undefined))
+    tally('all-plain batch', at)
   const expected = m.addBatch(reqs)
   const label = `${path}${tx === undefined ? '' : ' in tx'} [${reqs.map(describeSpec).join('; ')}] => model: ${describeAnswer(expected)}`
   w.log(label)
@@ -196,7 +243,12 @@ async function runBulk(path: BulkPath, reqs: ModelAdd[], m: AdmissionModel, w: W
 }
 
 class AddStep extends Step {
-  constructor(readonly path: AddPath, readonly spec: AddSpec) { super() }
+  constructor(
+    readonly path: AddPath,
+    readonly spec: AddSpec,
+  ) {
+    super()
+  }
   protected apply(m: AdmissionModel, w: World): Promise<void> {
     return runAdd(this.path, resolve(this.spec, m, w), m, w)
   }
@@ -206,20 +258,37 @@ class AddStep extends Step {
 }
 
 class BulkStep extends Step {
-  constructor(readonly path: BulkPath, readonly specs: AddSpec[]) { super() }
+  constructor(
+    readonly path: BulkPath,
+    readonly specs: AddSpec[],
+  ) {
+    super()
+  }
   protected apply(m: AdmissionModel, w: World): Promise<void> {
-    return runBulk(this.path, this.specs.map((s) => resolve(s, m, w)), m, w)
+    return runBulk(
+      this.path,
+      this.specs.map((s) => resolve(s, m, w)),
+      m,
+      w,
+    )
   }
   toString(): string {
     return `${this.path}([${this.specs.map(describeSpec).join('; ')}])`
   }
 }
 
-type TxOp = { path: 'queue.add' | 'add_job(raise_rejection => false)'; spec: AddSpec } | { path: 'queue.addBulk'; specs: AddSpec[] }
+type TxOp =
+  | { path: 'queue.add' | 'add_job(raise_rejection => false)'; spec: AddSpec }
+  | { path: 'queue.addBulk'; specs: AddSpec[] }
 
 /** Adds on the test's own connection inside BEGIN … COMMIT/ROLLBACK; after a rollback the model must be as before. */
 class TxStep extends Step {
-  constructor(readonly ops: TxOp[], readonly commit: boolean) { super() }
+  constructor(
+    readonly ops: TxOp[],
+    readonly commit: boolean,
+  ) {
+    super()
+  }
   protected async apply(m: AdmissionModel, w: World): Promise<void> {
     const model = m.snapshot()
     const ids = w.snapshotIds()
@@ -228,7 +297,14 @@ class TxStep extends Step {
     try {
       await client.query('begin')
       for (const op of this.ops) {
-        if (op.path === 'queue.addBulk') await runBulk(op.path, op.specs.map((s) => resolve(s, m, w)), m, w, client)
+        if (op.path === 'queue.addBulk')
+          await runBulk(
+            op.path,
+            op.specs.map((s) => resolve(s, m, w)),
+            m,
+            w,
+            client,
+          )
         else await runAdd(op.path, resolve(op.spec, m, w), m, w, client)
       }
       await client.query(this.commit ? 'commit' : 'rollback')
@@ -246,7 +322,9 @@ class TxStep extends Step {
     }
   }
   toString(): string {
-    const ops = this.ops.map((op) => ('specs' in op ? `${op.path}([${op.specs.map(describeSpec).join('; ')}])` : `${op.path}(${describeSpec(op.spec)})`))
+    const ops = this.ops.map((op) =>
+      'specs' in op ? `${op.path}([${op.specs.map(describeSpec).join('; ')}])` : `${op.path}(${describeSpec(op.spec)})`,
+    )
     return `tx(${ops.join(', ')}, ${this.commit ? 'commit' : 'rollback'})`
   }
 }
@@ -255,7 +333,12 @@ type JobAction = 'claim' | 'complete' | 'fail' | 'cancel' | 'finishByHand' | 're
 
 /** A transition of one job picked among the candidates the model offers; nothing to do when there are none. */
 class JobStep extends Step {
-  constructor(readonly action: JobAction, readonly pick: number) { super() }
+  constructor(
+    readonly action: JobAction,
+    readonly pick: number,
+  ) {
+    super()
+  }
   protected async apply(m: AdmissionModel, w: World): Promise<void> {
     // Bits of the pick: the lowest chooses completed or failed (finishByHand), the next whether to prefer a parent that
     // a job in waiting-children waits on (so that ends meet dependents often), the rest which candidate.
@@ -279,7 +362,8 @@ class JobStep extends Step {
       case 'complete': {
         m.complete(job.id)
         const row = await completeJob(db, id, w.tokens.get(id) ?? '')
-        if (row?.state !== 'completed') throw new Error(`${label}: complete-jobs answered ${JSON.stringify(row)}, not completed`)
+        if (row?.state !== 'completed')
+          throw new Error(`${label}: complete-jobs answered ${JSON.stringify(row)}, not completed`)
         return
       }
       case 'fail': {
@@ -298,7 +382,8 @@ class JobStep extends Step {
       case 'removeOwnKey': {
         const expected = m.removeOwnKey(job.id)
         const actual = await removeOwnKey(w.queue, id)
-        if (actual !== expected) throw new Error(`${label}: job.removeDeduplicationKey() answered ${actual}, the model ${expected}`)
+        if (actual !== expected)
+          throw new Error(`${label}: job.removeDeduplicationKey() answered ${actual}, the model ${expected}`)
         return
       }
       case 'deleteRow':
@@ -311,13 +396,18 @@ class JobStep extends Step {
   }
   private accepts(j: ModelJob): boolean {
     switch (this.action) {
-      case 'claim': return isQueued(j.state)
+      case 'claim':
+        return isQueued(j.state)
       case 'complete':
-      case 'fail': return j.state === 'active'
+      case 'fail':
+        return j.state === 'active'
       case 'cancel':
-      case 'finishByHand': return isLive(j.state)
-      case 'removeOwnKey': return j.key !== null
-      case 'deleteRow': return true
+      case 'finishByHand':
+        return isLive(j.state)
+      case 'removeOwnKey':
+        return j.key !== null
+      case 'deleteRow':
+        return true
     }
   }
   toString(): string {
@@ -326,7 +416,12 @@ class JobStep extends Step {
 }
 
 class KeyStep extends Step {
-  constructor(readonly action: 'expire' | 'removeKey', readonly key: string) { super() }
+  constructor(
+    readonly action: 'expire' | 'removeKey',
+    readonly key: string,
+  ) {
+    super()
+  }
   protected async apply(m: AdmissionModel, w: World): Promise<void> {
     w.log(`${this.action} ${this.key}`)
     if (this.action === 'expire') {
@@ -336,7 +431,8 @@ class KeyStep extends Step {
     }
     const expected = m.removeKey(this.key)
     const actual = await removeKey(w.queue, this.key)
-    if (actual !== expected) throw new Error(`removeDeduplicationKey(${this.key}) answered ${actual}, the model ${expected}`)
+    if (actual !== expected)
+      throw new Error(`removeDeduplicationKey(${this.key}) answered ${actual}, the model ${expected}`)
   }
   toString(): string {
     return `${this.action}(${this.key})`
@@ -366,14 +462,19 @@ export const stepArb: fc.Arbitrary<Step> = fc.oneof(
   { weight: 2, arbitrary: batchArb.map((s) => new BulkStep('add_jobs', s)) },
   {
     weight: 2,
-    arbitrary: fc.record({
-      ops: fc.array(fc.oneof(
-        addSpecArb.map((spec): TxOp => ({ path: 'queue.add', spec })),
-        addSpecArb.map((spec): TxOp => ({ path: 'add_job(raise_rejection => false)', spec })),
-        batchArb.map((specs): TxOp => ({ path: 'queue.addBulk', specs })),
-      ), { minLength: 1, maxLength: 3 }),
-      commit: fc.boolean(),
-    }).map(({ ops, commit }) => new TxStep(ops, commit)),
+    arbitrary: fc
+      .record({
+        ops: fc.array(
+          fc.oneof(
+            addSpecArb.map((spec): TxOp => ({ path: 'queue.add', spec })),
+            addSpecArb.map((spec): TxOp => ({ path: 'add_job(raise_rejection => false)', spec })),
+            batchArb.map((specs): TxOp => ({ path: 'queue.addBulk', specs })),
+          ),
+          { minLength: 1, maxLength: 3 },
+        ),
+        commit: fc.boolean(),
+      })
+      .map(({ ops, commit }) => new TxStep(ops, commit)),
   },
   { weight: 4, arbitrary: pickArb.map((p) => new JobStep('claim', p)) },
   { weight: 3, arbitrary: pickArb.map((p) => new JobStep('complete', p)) },

@@ -29,8 +29,7 @@
 // pending owner it would supersede is rejected with REPLACE_HAS_DEPENDENTS (the new job would be that owner's live
 // dependent).
 
-export type JobState =
-  | 'waiting' | 'delayed' | 'waiting-children' | 'active' | 'completed' | 'failed' | 'cancelled'
+export type JobState = 'waiting' | 'delayed' | 'waiting-children' | 'active' | 'completed' | 'failed' | 'cancelled'
 export type Terminal = 'completed' | 'failed' | 'cancelled'
 export type Outcome = 'added' | 'duplicate-job-id' | 'duplicate-key' | 'extended' | 'replaced'
 export type RejectionCode = 'EXTEND_NOT_PENDING' | 'REPLACE_HAS_DEPENDENTS' | 'DEPENDENCY_NOT_FOUND'
@@ -195,14 +194,22 @@ export class AdmissionModel {
     if (req.dependsOn?.some((d) => d === 'missing' || !this.s.jobs.has(d))) return 'dependency missing'
     if (req.jobId !== undefined && this.liveGeneration(req.jobId) !== undefined) return 'jobId live'
     const d = req.dedup
-    if (d === undefined) return req.jobId === undefined ? (req.dependsOn === undefined ? 'plain' : 'dependsOn only') : 'jobId free'
+    if (d === undefined)
+      return req.jobId === undefined ? (req.dependsOn === undefined ? 'plain' : 'dependsOn only') : 'jobId free'
     const strategy = d.replace === true ? 'replace' : d.extend === true ? 'extend' : 'no strategy'
     const k = this.s.keys.get(d.id)
     const heldBy = this.heldOwner(d.id)
     let where: string
     if (heldBy === null) {
       const owner = k === undefined ? undefined : this.s.jobs.get(k.owner)
-      where = k === undefined ? 'absent' : owner === undefined ? 'owner row gone' : k.ttl ? 'expired' : 'no-TTL owner terminal'
+      where =
+        k === undefined
+          ? 'absent'
+          : owner === undefined
+            ? 'owner row gone'
+            : k.ttl
+              ? 'expired'
+              : 'no-TTL owner terminal'
       where = `not held (${where})`
     } else {
       const state = (this.s.jobs.get(heldBy) as ModelJob).state
@@ -210,10 +217,12 @@ export class AdmissionModel {
       where = `held, owner ${of}`
       if (strategy === 'replace' && this.hasLiveDependent(heldBy)) {
         // Past waiting-children: only a completed owner can have one (promoted, or added after it completed).
-        const queued = this.jobs().some((c) => isLive(c.state) && c.state !== 'waiting-children' && c.parents.includes(heldBy))
+        const queued = this.jobs().some(
+          (c) => isLive(c.state) && c.state !== 'waiting-children' && c.parents.includes(heldBy),
+        )
         where = `held, ${of} owner has a live dependent${queued ? ' past waiting-children' : ''}`
-      }
-      else if (strategy === 'replace' && this.supersedesOwnDependency(req)) where = `held, ${of} owner named in dependsOn`
+      } else if (strategy === 'replace' && this.supersedesOwnDependency(req))
+        where = `held, ${of} owner named in dependsOn`
     }
     return `${where} / ${strategy}`
   }
@@ -374,7 +383,9 @@ export class AdmissionModel {
     for (const c of this.waitingDependents(id)) {
       if (c.state !== 'waiting-children') continue // failed meanwhile by an earlier dependent's cascade
       if (state !== 'completed') {
-        this.events.push(depth === 0 ? `${state} parent fails a dependent` : 'a failure cascades to a dependent of a dependent')
+        this.events.push(
+          depth === 0 ? `${state} parent fails a dependent` : 'a failure cascades to a dependent of a dependent',
+        )
         c.lastError = `dependency #${id} ended ${state}`
         this.end(c.id, 'failed', depth + 1)
       } else if (c.parents.every((p) => p === id || this.s.jobs.get(p)?.state === 'completed')) {
@@ -382,7 +393,11 @@ export class AdmissionModel {
         c.state = delayed ? 'delayed' : 'waiting'
         // run_at = greatest(run_at, now()): a due job's run_at moves to the promotion.
         if (!delayed) c.delayMs = null
-        this.events.push(c.parents.length > 1 ? 'completion promotes a dependent of several parents' : 'completion promotes a dependent')
+        this.events.push(
+          c.parents.length > 1
+            ? 'completion promotes a dependent of several parents'
+            : 'completion promotes a dependent',
+        )
       } else {
         this.events.push('completion leaves a dependent waiting for another parent')
       }
@@ -445,8 +460,17 @@ export class AdmissionModel {
 
   private answer(j: ModelJob, outcome: Outcome): JobAnswer {
     return {
-      kind: 'job', outcome, deduplicated: outcome !== 'added' && outcome !== 'replaced', job: j.id, name: j.name,
-      state: j.state, data: j.data, jobId: j.jobId, key: j.key, priority: j.priority, maxAttempts: j.maxAttempts,
+      kind: 'job',
+      outcome,
+      deduplicated: outcome !== 'added' && outcome !== 'replaced',
+      job: j.id,
+      name: j.name,
+      state: j.state,
+      data: j.data,
+      jobId: j.jobId,
+      key: j.key,
+      priority: j.priority,
+      maxAttempts: j.maxAttempts,
       attempts: j.attempts,
     }
   }

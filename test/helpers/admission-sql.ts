@@ -66,7 +66,12 @@ const JOB_COLUMNS = `((a).job).id::text as id, ((a).job).name as name, ((a).job)
   ((a).job).job_id as job_id, ((a).job).dedup_key as dedup_key, ((a).job).priority as priority,
   ((a).job).max_attempts as max_attempts, ((a).job).attempts as attempts`
 
-type AdmissionRow = Omit<SqlJob, 'id'> & { id: string | null; ordinal: number | null; outcome: string | null; error: string | null }
+type AdmissionRow = Omit<SqlJob, 'id'> & {
+  id: string | null
+  ordinal: number | null
+  outcome: string | null
+  error: string | null
+}
 
 function toAdmission(r: AdmissionRow): SqlAdmission {
   const { ordinal, outcome, error, id, ...job } = r
@@ -75,8 +80,14 @@ function toAdmission(r: AdmissionRow): SqlAdmission {
 
 /** select … from <schema>.add_job(queue => …, name => …, …): named arguments, only those given. */
 export async function sqlAddJob(db: SqlRunner, schema: string, a: SqlAddArgs): Promise<SqlAdmission> {
-  const args: [string, unknown, string][] = [['queue', a.queue, 'text'], ['name', a.name, 'text'], ['data', JSON.stringify(a.data), 'jsonb']]
-  const opt = (name: string, value: unknown, type: string) => { if (value !== undefined) args.push([name, value, type]) }
+  const args: [string, unknown, string][] = [
+    ['queue', a.queue, 'text'],
+    ['name', a.name, 'text'],
+    ['data', JSON.stringify(a.data), 'jsonb'],
+  ]
+  const opt = (name: string, value: unknown, type: string) => {
+    if (value !== undefined) args.push([name, value, type])
+  }
   opt('job_id', a.jobId, 'text')
   opt('dedup_id', a.dedupId, 'text')
   opt('dedup_ttl_ms', a.dedupTtlMs, 'bigint')
@@ -90,7 +101,10 @@ export async function sqlAddJob(db: SqlRunner, schema: string, a: SqlAddArgs): P
   const text = `select (a).ordinal, (a).outcome, (a).error, ${JOB_COLUMNS}
     from "${schema}".add_job(${args.map(([n, , t], i) => `${n} => $${i + 1}::${t}`).join(', ')}) a`
   try {
-    const { rows } = await db.query<AdmissionRow>(text, args.map(([, v]) => v))
+    const { rows } = await db.query<AdmissionRow>(
+      text,
+      args.map(([, v]) => v),
+    )
     return toAdmission(rows[0] as AdmissionRow)
   } catch (err) {
     const e = err as { code?: string; detail?: string }
@@ -103,9 +117,15 @@ export async function sqlAddJob(db: SqlRunner, schema: string, a: SqlAddArgs): P
  * select … from <schema>.add_jobs(queue, items, raise_rejection => false): one row per item by ordinal, or a single row
  * carrying the rejection (by default add_jobs raises it as PO001: test/sql-add-job.test.ts).
  */
-export async function sqlAddJobs(db: SqlRunner, schema: string, queue: string, items: readonly SqlBulkItem[]): Promise<SqlAdmission[]> {
+export async function sqlAddJobs(
+  db: SqlRunner,
+  schema: string,
+  queue: string,
+  items: readonly SqlBulkItem[],
+): Promise<SqlAdmission[]> {
   const { rows } = await db.query<AdmissionRow>(
     `select (a).ordinal, (a).outcome, (a).error, ${JOB_COLUMNS} from "${schema}".add_jobs($1, $2::jsonb, raise_rejection => false) a order by (a).ordinal`,
-    [queue, JSON.stringify(items)])
+    [queue, JSON.stringify(items)],
+  )
   return rows.map(toAdmission)
 }

@@ -6,7 +6,12 @@
 import type pg from 'pg'
 import { expect } from 'vitest'
 import {
-  type BulkItem, DeduplicationError, type Job, type JobOptions, Queue, ValidationError,
+  type BulkItem,
+  DeduplicationError,
+  type Job,
+  type JobOptions,
+  Queue,
+  ValidationError,
 } from '../../src/index.js'
 import type { AdmissionModel, Answer, BatchAnswer, JobAnswer, ModelAdd, Payload } from './admission-model.js'
 import { type SqlAdmission, type SqlBulkItem, type SqlRunner, sqlAddJob, sqlAddJobs } from './admission-sql.js'
@@ -128,26 +133,46 @@ export class World {
 
   async sqlAdd(req: ModelAdd, raiseRejection: boolean | undefined, runner: SqlRunner = this.pool): Promise<RealAnswer> {
     const a = await sqlAddJob(runner, this.schema, {
-      queue: this.o.queue, name: req.name, data: req.data,
+      queue: this.o.queue,
+      name: req.name,
+      data: req.data,
       jobId: this.jobIdOf(req),
-      dedupId: req.dedup?.id, dedupTtlMs: req.dedup?.ttl, dedupExtend: req.dedup?.extend, dedupReplace: req.dedup?.replace,
-      delayMs: req.delay, priority: req.priority, maxAttempts: req.attempts, dependsOn: this.dependsOn(req),
+      dedupId: req.dedup?.id,
+      dedupTtlMs: req.dedup?.ttl,
+      dedupExtend: req.dedup?.extend,
+      dedupReplace: req.dedup?.replace,
+      delayMs: req.delay,
+      priority: req.priority,
+      maxAttempts: req.attempts,
+      dependsOn: this.dependsOn(req),
       raiseRejection,
     })
     return this.fromSql(a)
   }
 
   async sqlAddBulk(reqs: readonly ModelAdd[], runner: SqlRunner = this.pool): Promise<RealBatch> {
-    const items = reqs.map((r): SqlBulkItem => definedOnly({
-      name: r.name, data: r.data, jobId: this.jobIdOf(r), dedupId: r.dedup?.id, dedupTtlMs: r.dedup?.ttl,
-      extend: r.dedup?.extend, replace: r.dedup?.replace, delayMs: r.delay, priority: r.priority, attempts: r.attempts,
-      dependsOn: this.dependsOn(r),
-    }))
+    const items = reqs.map((r): SqlBulkItem =>
+      definedOnly({
+        name: r.name,
+        data: r.data,
+        jobId: this.jobIdOf(r),
+        dedupId: r.dedup?.id,
+        dedupTtlMs: r.dedup?.ttl,
+        extend: r.dedup?.extend,
+        replace: r.dedup?.replace,
+        delayMs: r.delay,
+        priority: r.priority,
+        attempts: r.attempts,
+        dependsOn: this.dependsOn(r),
+      }),
+    )
     const rows = await sqlAddJobs(runner, this.schema, this.o.queue, items)
     const rejected = rows.find((r) => r.error !== null)
     if (rejected !== undefined) {
       const r = this.fromSql(rejected)
-      return r.kind === 'rejected' ? r : { kind: 'rejected', code: 'row with an error and a job', owner: r.id, index: null }
+      return r.kind === 'rejected'
+        ? r
+        : { kind: 'rejected', code: 'row with an error and a job', owner: r.id, index: null }
     }
     const answers: RealJob[] = rows.map((row) => {
       const r = this.fromSql(row)
@@ -163,7 +188,10 @@ export class World {
   expectAnswer(label: string, expected: Answer, actual: RealAnswer): void {
     if (expected.kind === 'job' && actual.kind === 'job') this.bind(actual.id, expected.job)
     const a = actual.kind === 'job' ? this.actualJob(actual) : this.actualRejection(actual)
-    const e = expected.kind === 'job' ? expectedJob(expected, actual.kind === 'job' && actual.deduplicated === null) : expectedRejection(expected, actual)
+    const e =
+      expected.kind === 'job'
+        ? expectedJob(expected, actual.kind === 'job' && actual.deduplicated === null)
+        : expectedRejection(expected, actual)
     expect(a, this.message(label)).toEqual(e)
   }
 
@@ -178,16 +206,28 @@ export class World {
     }
     const inBatch = 'an item of the rejected batch'
     const ownerInBatch = expected.kind === 'rejected' && expected.owner !== null && !kept.includes(expected.owner)
-    const a = actual.kind === 'batch'
-      ? { kind: 'batch', answers: actual.answers.map((j) => this.actualJob(j)) }
-      : { ...this.actualRejection(actual), index: actual.index }
-    if (ownerInBatch && actual.kind === 'rejected' && actual.owner !== null && actual.owner !== 'unknown'
-      && !this.known(actual.owner)) (a as Record<string, unknown>).owner = inBatch
+    const a =
+      actual.kind === 'batch'
+        ? { kind: 'batch', answers: actual.answers.map((j) => this.actualJob(j)) }
+        : { ...this.actualRejection(actual), index: actual.index }
+    if (
+      ownerInBatch &&
+      actual.kind === 'rejected' &&
+      actual.owner !== null &&
+      actual.owner !== 'unknown' &&
+      !this.known(actual.owner)
+    )
+      (a as Record<string, unknown>).owner = inBatch
     const sqlPath = actual.kind === 'batch' && actual.answers.some((j) => j.deduplicated === null)
-    const e = expected.kind === 'batch'
-      ? { kind: 'batch', answers: expected.answers.map((j) => expectedJob(j, sqlPath)) }
-      : { ...expectedRejection(expected, actual), index: actual.kind === 'rejected' && actual.index === 'unknown' ? 'unknown' : expected.index }
-    if (ownerInBatch && (e as Record<string, unknown>).owner !== 'unknown') (e as Record<string, unknown>).owner = inBatch
+    const e =
+      expected.kind === 'batch'
+        ? { kind: 'batch', answers: expected.answers.map((j) => expectedJob(j, sqlPath)) }
+        : {
+            ...expectedRejection(expected, actual),
+            index: actual.kind === 'rejected' && actual.index === 'unknown' ? 'unknown' : expected.index,
+          }
+    if (ownerInBatch && (e as Record<string, unknown>).owner !== 'unknown')
+      (e as Record<string, unknown>).owner = inBatch
     expect(a, this.message(label)).toEqual(e)
   }
 
@@ -195,18 +235,33 @@ export class World {
   async expectRows(model: AdmissionModel, label: string): Promise<void> {
     const s = `"${this.schema}"`
     const { rows: jobs } = await this.pool.query<{
-      id: string; name: string; state: string; job_id: string | null; data: unknown; dedup_key: string | null
-      priority: number; max_attempts: number; attempts: number; delay_ms: number; last_error: string | null
+      id: string
+      name: string
+      state: string
+      job_id: string | null
+      data: unknown
+      dedup_key: string | null
+      priority: number
+      max_attempts: number
+      attempts: number
+      delay_ms: number
+      last_error: string | null
     }>(
       `select id::text, name, state, job_id, data, dedup_key, priority, max_attempts, attempts, last_error,
               round(extract(epoch from run_at - created_at) * 1000)::float8 as delay_ms
-       from ${s}.jobs where queue = $1`, [this.o.queue])
+       from ${s}.jobs where queue = $1`,
+      [this.o.queue],
+    )
     const { rows: edges } = await this.pool.query<{ child: string; parent: string }>(
       `select d.job_id::text as child, d.depends_on::text as parent
-       from ${s}.job_dependencies d join ${s}.jobs c on c.id = d.job_id where c.queue = $1`, [this.o.queue])
+       from ${s}.job_dependencies d join ${s}.jobs c on c.id = d.job_id where c.queue = $1`,
+      [this.o.queue],
+    )
     const { rows: keys } = await this.pool.query<{ key: string; owner: string; ttl: boolean; expired: boolean }>(
       `select key, job_id::text as owner, expires_at is not null as ttl, coalesce(expires_at <= now(), false) as expired
-       from ${s}.dedup_keys where queue = $1 order by key`, [this.o.queue])
+       from ${s}.dedup_keys where queue = $1 order by key`,
+      [this.o.queue],
+    )
     const held: Record<string, unknown> = {}
     for (const k of this.o.keys) held[k] = this.ref(await this.queue.getDeduplicationJobId(k))
     const byCustomId: Record<string, unknown> = {}
@@ -215,18 +270,29 @@ export class World {
       byCustomId[j] = job === null ? null : { job: this.ref(job.id), state: job.state }
     }
 
-    const byRef = (a: { ref: unknown }, b: { ref: unknown }) => String(a.ref).localeCompare(String(b.ref), 'en', { numeric: true })
+    const byRef = (a: { ref: unknown }, b: { ref: unknown }) =>
+      String(a.ref).localeCompare(String(b.ref), 'en', { numeric: true })
     const actual = {
-      jobs: jobs.map((j) => {
-        const m = this.ids.toModel.get(j.id)
-        const delayMs = m === undefined ? null : model.job(m)?.delayMs
-        return {
-          ref: this.ref(j.id), name: j.name, state: j.state, jobId: this.stripPrefix(j.job_id), data: j.data, key: j.dedup_key,
-          priority: j.priority, maxAttempts: j.max_attempts, attempts: j.attempts, lastError: this.lastError(j.last_error),
-          // A retry, or the promotion of a due job, moves run_at; the model stops tracking the delay then.
-          delayMs: delayMs === null ? null : j.delay_ms,
-        }
-      }).sort(byRef),
+      jobs: jobs
+        .map((j) => {
+          const m = this.ids.toModel.get(j.id)
+          const delayMs = m === undefined ? null : model.job(m)?.delayMs
+          return {
+            ref: this.ref(j.id),
+            name: j.name,
+            state: j.state,
+            jobId: this.stripPrefix(j.job_id),
+            data: j.data,
+            key: j.dedup_key,
+            priority: j.priority,
+            maxAttempts: j.max_attempts,
+            attempts: j.attempts,
+            lastError: this.lastError(j.last_error),
+            // A retry, or the promotion of a due job, moves run_at; the model stops tracking the delay then.
+            delayMs: delayMs === null ? null : j.delay_ms,
+          }
+        })
+        .sort(byRef),
       edges: edges.map((e) => `${this.ref(e.child)}->${this.ref(e.parent)}`).sort(),
       keys: keys.map((k) => ({ key: k.key, owner: this.ref(k.owner), ttl: k.ttl, expired: k.expired })),
       held,
@@ -234,16 +300,30 @@ export class World {
     }
     const expected = {
       jobs: model.jobs().map((j) => ({
-        ref: j.id, name: j.name, state: j.state, jobId: j.jobId, data: j.data, key: j.key, priority: j.priority,
-        maxAttempts: j.maxAttempts, attempts: j.attempts, lastError: j.lastError, delayMs: j.delayMs,
+        ref: j.id,
+        name: j.name,
+        state: j.state,
+        jobId: j.jobId,
+        data: j.data,
+        key: j.key,
+        priority: j.priority,
+        maxAttempts: j.maxAttempts,
+        attempts: j.attempts,
+        lastError: j.lastError,
+        delayMs: j.delayMs,
       })),
-      edges: model.jobs().flatMap((j) => j.parents.map((p) => `${j.id}->${p}`)).sort(),
+      edges: model
+        .jobs()
+        .flatMap((j) => j.parents.map((p) => `${j.id}->${p}`))
+        .sort(),
       keys: model.keyRows().map(([key, k]) => ({ key, owner: k.owner, ttl: k.ttl, expired: k.expired })),
       held: Object.fromEntries(this.o.keys.map((k) => [k, model.heldOwner(k)])),
-      byCustomId: Object.fromEntries(this.o.jobIds.map((j) => {
-        const id = model.byCustomId(j)
-        return [j, id === null ? null : { job: id, state: model.job(id)?.state }]
-      })),
+      byCustomId: Object.fromEntries(
+        this.o.jobIds.map((j) => {
+          const id = model.byCustomId(j)
+          return [j, id === null ? null : { job: id, state: model.job(id)?.state }]
+        }),
+      ),
     }
     expect(actual, this.message(`rows after ${label}`)).toEqual(expected)
   }
@@ -257,12 +337,16 @@ export class World {
     try {
       const jobs = model.jobs()
       const actual = {
-        getJob: await Promise.all(jobs.map(async (j) => {
-          const job = await this.queue.getJob(this.realId(j.id))
-          return job === null ? null : { ref: this.ref(job.id), state: job.state, data: job.data }
-        })),
+        getJob: await Promise.all(
+          jobs.map(async (j) => {
+            const job = await this.queue.getJob(this.realId(j.id))
+            return job === null ? null : { ref: this.ref(job.id), state: job.state, data: job.data }
+          }),
+        ),
         otherQueueGetJob: await Promise.all(jobs.slice(0, 2).map((j) => other.getJob(this.realId(j.id)))),
-        otherQueueByCustomId: await Promise.all(this.o.jobIds.map(async (j) => this.ref((await other.getJobByCustomId(this.o.jobIdPrefix + j))?.id ?? null))),
+        otherQueueByCustomId: await Promise.all(
+          this.o.jobIds.map(async (j) => this.ref((await other.getJobByCustomId(this.o.jobIdPrefix + j))?.id ?? null)),
+        ),
       }
       const expected = {
         getJob: jobs.map((j) => ({ ref: j.id, state: j.state, data: j.data })),
@@ -325,8 +409,12 @@ export class World {
 
   private jobOptions(r: ModelAdd): JobOptions {
     return definedOnly({
-      jobId: this.jobIdOf(r), deduplication: r.dedup === undefined ? undefined : definedOnly({ ...r.dedup }),
-      delay: r.delay, priority: r.priority, attempts: r.attempts, dependsOn: this.dependsOn(r),
+      jobId: this.jobIdOf(r),
+      deduplication: r.dedup === undefined ? undefined : definedOnly({ ...r.dedup }),
+      delay: r.delay,
+      priority: r.priority,
+      attempts: r.attempts,
+      dependsOn: this.dependsOn(r),
     })
   }
 
@@ -340,26 +428,46 @@ export class World {
 
   private fromJob(job: Job<Payload>): RealJob {
     return {
-      outcome: job.outcome, deduplicated: job.deduplicated, id: job.id, name: job.name, state: job.state, data: job.data,
-      jobId: job.jobId, key: job.deduplicationId, priority: job.priority, maxAttempts: job.maxAttempts, attempts: job.attempts,
+      outcome: job.outcome,
+      deduplicated: job.deduplicated,
+      id: job.id,
+      name: job.name,
+      state: job.state,
+      data: job.data,
+      jobId: job.jobId,
+      key: job.deduplicationId,
+      priority: job.priority,
+      maxAttempts: job.maxAttempts,
+      attempts: job.attempts,
     }
   }
 
   private fromSql(a: SqlAdmission): RealAnswer {
     if (a.error !== null) {
-      const owner = a.job === 'unknown' ? 'unknown' : a.job?.id ?? null
+      const owner = a.job === 'unknown' ? 'unknown' : (a.job?.id ?? null)
       return { kind: 'rejected', code: a.error, owner, index: a.ordinal === null ? null : a.ordinal - 1 }
     }
     if (a.job === null || a.job === 'unknown') throw new Error(`add_job() answered ${a.outcome} without a job`)
     const j = a.job
     return {
-      kind: 'job', outcome: a.outcome, deduplicated: null, id: j.id, name: j.name, state: j.state, data: j.data,
-      jobId: j.job_id, key: j.dedup_key, priority: j.priority, maxAttempts: j.max_attempts, attempts: j.attempts,
+      kind: 'job',
+      outcome: a.outcome,
+      deduplicated: null,
+      id: j.id,
+      name: j.name,
+      state: j.state,
+      data: j.data,
+      jobId: j.job_id,
+      key: j.dedup_key,
+      priority: j.priority,
+      maxAttempts: j.max_attempts,
+      attempts: j.attempts,
     }
   }
 
   private rejection(err: unknown): RealRejection {
-    if (err instanceof DeduplicationError) return { kind: 'rejected', code: err.code, owner: err.ownerId, index: 'unknown' }
+    if (err instanceof DeduplicationError)
+      return { kind: 'rejected', code: err.code, owner: err.ownerId, index: 'unknown' }
     if (err instanceof ValidationError && err.code === 'DEPENDENCY_NOT_FOUND') {
       const at = /^items\[(\d+)\]/.exec(err.field)
       return { kind: 'rejected', code: err.code, owner: null, index: at === null ? null : Number(at[1]) }

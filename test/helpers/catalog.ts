@@ -19,5 +19,9 @@ export async function catalogOf(pool: pg.Pool | pg.PoolClient, schema: string): 
   const { rows } = await pool.query<CatalogEntry>(QUERY, [schema])
   return rows
     .filter((r) => !(r.kind === 'rows' && r.name === 'migrations'))
-    .map((r) => ({ kind: r.kind, name: r.name.replaceAll(schema, ':PGONCE_SCHEMA'), def: r.def.replaceAll(schema, ':PGONCE_SCHEMA') }))
+    .map((r) => ({
+      kind: r.kind,
+      name: r.name.replaceAll(schema, ':PGONCE_SCHEMA'),
+      def: r.def.replaceAll(schema, ':PGONCE_SCHEMA'),
+    }))
 }

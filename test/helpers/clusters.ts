@@ -20,7 +20,8 @@ export interface Cluster {
 
 /** Why no cluster of the test's own can be made here, or null if one can (pg_createcluster as root or postgres). */
 export async function clusterUnavailable(): Promise<string | null> {
-  if ((await commandPath('pg_createcluster')) === null) return 'pg_createcluster is not installed (e.g. the embedded server is in use)'
+  if ((await commandPath('pg_createcluster')) === null)
+    return 'pg_createcluster is not installed (e.g. the embedded server is in use)'
   if ((await commandPath('pg_ctlcluster')) === null) return 'pg_ctlcluster is not installed'
   const uid = process.getuid?.()
   if (uid !== 0) {
@@ -34,8 +35,23 @@ export async function clusterUnavailable(): Promise<string | null> {
 export async function createCluster(label: string): Promise<Cluster> {
   const name = `${label}${process.pid}${Math.floor(Math.random() * 1e4)}`
   const port = await freePort()
-  await execFileAsync('pg_createcluster', ['15', name, '--port', String(port), '--start',
-    '-o', 'fsync=off', '-o', 'max_connections=200', '--', '--auth=trust'], { timeout: 60_000 })
+  await execFileAsync(
+    'pg_createcluster',
+    [
+      '15',
+      name,
+      '--port',
+      String(port),
+      '--start',
+      '-o',
+      'fsync=off',
+      '-o',
+      'max_connections=200',
+      '--',
+      '--auth=trust',
+    ],
+    { timeout: 60_000 },
+  )
   let dropped = false
   const url = `postgres://postgres@127.0.0.1:${port}/postgres`
   await waitForPort(port, 20_000)

@@ -17,7 +17,10 @@ export interface KeyedJob<Data> {
 }
 
 export class DedupTables<Data = unknown> {
-  constructor(private readonly db: TestSchema, readonly queue: string) {}
+  constructor(
+    private readonly db: TestSchema,
+    readonly queue: string,
+  ) {}
 
   /** Runs SQL on the test pool; `$S` stands for the quoted test schema. */
   async sql<R extends object>(text: string, values: unknown[] = []): Promise<R[]> {
@@ -26,7 +29,10 @@ export class DedupTables<Data = unknown> {
 
   /** The key's row (owner and expiry), undefined if there is none. */
   async key(key: string, queue = this.queue): Promise<KeyRow | undefined> {
-    const [row] = await this.sql<KeyRow>('select job_id, expires_at from $S.dedup_keys where queue = $1 and key = $2', [queue, key])
+    const [row] = await this.sql<KeyRow>('select job_id, expires_at from $S.dedup_keys where queue = $1 and key = $2', [
+      queue,
+      key,
+    ])
     return row
   }
 
@@ -38,31 +44,43 @@ export class DedupTables<Data = unknown> {
   async msLeft(key: string): Promise<number | null | undefined> {
     const [row] = await this.sql<{ ms: number | null }>(
       'select (extract(epoch from expires_at - now()) * 1000)::float8 as ms from $S.dedup_keys where queue = $1 and key = $2',
-      [this.queue, key])
+      [this.queue, key],
+    )
     return row?.ms
   }
 
   /** Every job of the queue added with this key, oldest first. */
   async jobsWithKey(key: string): Promise<KeyedJob<Data>[]> {
-    return this.sql('select id, state, data from $S.jobs where queue = $1 and dedup_key = $2 order by id', [this.queue, key])
+    return this.sql('select id, state, data from $S.jobs where queue = $1 and dedup_key = $2 order by id', [
+      this.queue,
+      key,
+    ])
   }
 
   /** Backdates the key so that it expired a second ago. */
   async expire(key: string): Promise<void> {
-    await this.sql(`update $S.dedup_keys set expires_at = now() - interval '1 second' where queue = $1 and key = $2`, [this.queue, key])
+    await this.sql(`update $S.dedup_keys set expires_at = now() - interval '1 second' where queue = $1 and key = $2`, [
+      this.queue,
+      key,
+    ])
   }
 
   /** What a worker's claim does to the row (active, leased, one attempt started); returns the lock token. */
   async makeActive(id: string): Promise<string> {
     const [row] = await this.sql<{ lock_token: string }>(
       `update $S.jobs set state = 'active', lock_token = gen_random_uuid(), locked_until = now() + interval '5 minutes',
-         attempts = attempts + 1, started_at = now() where id = $1 returning lock_token`, [id])
+         attempts = attempts + 1, started_at = now() where id = $1 returning lock_token`,
+      [id],
+    )
     return (row as { lock_token: string }).lock_token
   }
 
   /** Finishes the job by hand, without touching its key. */
   async makeTerminal(id: string, state: 'completed' | 'failed'): Promise<void> {
-    await this.sql(`update $S.jobs set state = $2, finished_at = now(), lock_token = null, locked_until = null where id = $1`, [id, state])
+    await this.sql(
+      `update $S.jobs set state = $2, finished_at = now(), lock_token = null, locked_until = null where id = $1`,
+      [id, state],
+    )
   }
 
   /** Deletes the job row by hand, leaving its key an orphan. */

@@ -21,13 +21,20 @@ export async function applyMigrations(pool: pg.Pool, schema: string, migrations:
   const client = await pool.connect()
   try {
     await client.query('begin')
-    await client.query(fillPlaceholders(`create schema if not exists :PGONCE_SCHEMA;
+    await client.query(
+      fillPlaceholders(
+        `create schema if not exists :PGONCE_SCHEMA;
       create table if not exists :PGONCE_SCHEMA.migrations (
-        filename text primary key, hash text not null, applied_at timestamptz not null default now())`, schema))
+        filename text primary key, hash text not null, applied_at timestamptz not null default now())`,
+        schema,
+      ),
+    )
     for (const m of migrations) {
       await client.query(fillPlaceholders(m.body, schema))
-      await client.query(fillPlaceholders('insert into :PGONCE_SCHEMA.migrations (filename, hash) values ($1, $2)', schema),
-        [m.filename, m.hash])
+      await client.query(
+        fillPlaceholders('insert into :PGONCE_SCHEMA.migrations (filename, hash) values ($1, $2)', schema),
+        [m.filename, m.hash],
+      )
     }
     await client.query('commit')
   } catch (err) {

@@ -30,7 +30,9 @@ export async function claimJob(db: OwnerDb, id: string): Promise<string> {
          locked_until = now() + make_interval(secs => $2::bigint / 1000.0), locked_by = 'admission-property',
          attempts = attempts + 1, started_at = now()
      where id = $1 and state in ('waiting', 'delayed')
-     returning lock_token::text`, [id, LEASE_MS])
+     returning lock_token::text`,
+    [id, LEASE_MS],
+  )
   const row = rows[0]
   if (row === undefined) throw new Error(`job ${id} is not waiting or delayed: it cannot be claimed`)
   return row.lock_token
@@ -61,17 +63,24 @@ export async function failJob(db: OwnerDb, id: string, token: string, message: s
 export async function expireKey(db: OwnerDb, queue: string, key: string): Promise<void> {
   await db.pool.query(
     `update "${db.schema}".dedup_keys set expires_at = now() - interval '1 second'
-     where queue = $1 and key = $2 and expires_at is not null`, [queue, key])
+     where queue = $1 and key = $2 and expires_at is not null`,
+    [queue, key],
+  )
 }
 
 /** queue.removeDeduplicationKey(key): true if a held key was removed. */
-export function removeKey(queue: { removeDeduplicationKey(key: string): Promise<boolean> }, key: string): Promise<boolean> {
+export function removeKey(
+  queue: { removeDeduplicationKey(key: string): Promise<boolean> },
+  key: string,
+): Promise<boolean> {
   return queue.removeDeduplicationKey(key)
 }
 
 /** job.removeDeduplicationKey() on the job as read back by id: true if this generation owned the key and it was held. */
 export async function removeOwnKey(
-  queue: { getJob(id: string): Promise<{ removeDeduplicationKey(): Promise<boolean> } | null> }, id: string): Promise<boolean> {
+  queue: { getJob(id: string): Promise<{ removeDeduplicationKey(): Promise<boolean> } | null> },
+  id: string,
+): Promise<boolean> {
   const job = await queue.getJob(id)
   if (job === null) throw new Error(`job ${id} does not exist`)
   return job.removeDeduplicationKey()
@@ -82,10 +91,16 @@ export async function removeOwnKey(
  * or cancelled (what queue.cancelJob does to a pending job). The lease goes; the jobs_finished trigger does the rest.
  * False if the job was not live.
  */
-export async function finishJobByHand(db: OwnerDb, id: string, state: 'completed' | 'failed' | 'cancelled'): Promise<boolean> {
+export async function finishJobByHand(
+  db: OwnerDb,
+  id: string,
+  state: 'completed' | 'failed' | 'cancelled',
+): Promise<boolean> {
   const { rowCount } = await db.pool.query(
     `update "${db.schema}".jobs set state = $2, finished_at = now(), lock_token = null, locked_until = null
-     where id = $1 and state in ('waiting', 'delayed', 'waiting-children', 'active')`, [id, state])
+     where id = $1 and state in ('waiting', 'delayed', 'waiting-children', 'active')`,
+    [id, state],
+  )
   return rowCount === 1
 }
 

@@ -9,7 +9,11 @@ import { promisify } from 'node:util'
 const exec = promisify(execFile)
 
 /** Runs a command; a failure's message carries what it printed (tsc reports its errors on stdout). */
-export async function run(file: string, args: string[], options: { cwd: string; env?: NodeJS.ProcessEnv }): Promise<{ stdout: string }> {
+export async function run(
+  file: string,
+  args: string[],
+  options: { cwd: string; env?: NodeJS.ProcessEnv },
+): Promise<{ stdout: string }> {
   try {
     return await exec(file, args, options)
   } catch (err) {
@@ -32,7 +36,16 @@ export async function packAndInstall(root: string, others: string[]): Promise<Pa
   const work = mkdtempSync(join(tmpdir(), 'pgonce-pack-'))
   const repo = join(work, 'repo')
   mkdirSync(repo)
-  for (const f of ['src', 'sql', 'migrations', 'docs', 'README.md', 'package.json', 'tsconfig.json', 'tsconfig.build.json']) {
+  for (const f of [
+    'src',
+    'sql',
+    'migrations',
+    'docs',
+    'README.md',
+    'package.json',
+    'tsconfig.json',
+    'tsconfig.build.json',
+  ]) {
     cpSync(join(root, f), join(repo, f), { recursive: true })
   }
   symlinkSync(join(root, 'node_modules'), join(repo, 'node_modules'))
@@ -42,8 +55,13 @@ export async function packAndInstall(root: string, others: string[]): Promise<Pa
 
   const app = join(work, 'app')
   mkdirSync(app)
-  writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'scratch-app', version: '1.0.0', type: 'module', private: true }))
-  await run('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', join(work, tarball), ...others], { cwd: app })
+  writeFileSync(
+    join(app, 'package.json'),
+    JSON.stringify({ name: 'scratch-app', version: '1.0.0', type: 'module', private: true }),
+  )
+  await run('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', join(work, tarball), ...others], {
+    cwd: app,
+  })
   return { app, remove: () => rmSync(work, { recursive: true, force: true }) }
 }
 
@@ -60,7 +78,12 @@ export function markdownLinks(root: string, doc: string): { doc: string; target:
   return [...text.matchAll(/\]\(([^)\s#]+)(?:#[^)]*)?\)/g)]
     .map((m) => m[1] as string)
     .filter((href) => !/^[a-z]+:/.test(href))
-    .map((href) => ({ doc, target: normalize(join(dirname(doc), href)).split('\\').join('/') }))
+    .map((href) => ({
+      doc,
+      target: normalize(join(dirname(doc), href))
+        .split('\\')
+        .join('/'),
+    }))
 }
 
 /**
@@ -68,8 +91,11 @@ export function markdownLinks(root: string, doc: string): { doc: string; target:
  * file relative to `src` (where the declaration file of the same name would carry it).
  */
 export function internalMembers(src: string): { file: string; name: string }[] {
-  const declaration = /\/\*\*(?:(?!\*\/)[\s\S])*@internal(?:(?!\*\/)[\s\S])*\*\/\s*(?:(?:public|protected|private|static|readonly|async|get|set)\s+)*([A-Za-z_$][\w$]*)/g
+  const declaration =
+    /\/\*\*(?:(?!\*\/)[\s\S])*@internal(?:(?!\*\/)[\s\S])*\*\/\s*(?:(?:public|protected|private|static|readonly|async|get|set)\s+)*([A-Za-z_$][\w$]*)/g
   return filesUnder(src)
     .filter((f) => f.endsWith('.ts'))
-    .flatMap((file) => [...readFileSync(join(src, file), 'utf8').matchAll(declaration)].map((m) => ({ file, name: m[1] as string })))
+    .flatMap((file) =>
+      [...readFileSync(join(src, file), 'utf8').matchAll(declaration)].map((m) => ({ file, name: m[1] as string })),
+    )
 }

@@ -14,7 +14,8 @@ export interface Bouncer {
   stop(): Promise<void>
 }
 
-export const PGBOUNCER_INSTALL_HINT = 'install it with `apt-get install -y pgbouncer` (run `apt-get update` first if needed)'
+export const PGBOUNCER_INSTALL_HINT =
+  'install it with `apt-get install -y pgbouncer` (run `apt-get update` first if needed)'
 
 /** The pgbouncer binary, or null when it is not installed. */
 export async function pgbouncerBinary(): Promise<string | null> {
@@ -29,7 +30,12 @@ export async function pgbouncerBinary(): Promise<string | null> {
  * Starts pgbouncer (pool_mode = transaction, trust) in front of `target` (a postgres:// URL); `poolSize` server
  * connections per database. `ignored`: its ignore_startup_parameters (`options` carries pgonce's statementTimeoutMs).
  */
-export async function startPgbouncer(binary: string, target: string, poolSize: number, ignored = 'extra_float_digits,options'): Promise<Bouncer> {
+export async function startPgbouncer(
+  binary: string,
+  target: string,
+  poolSize: number,
+  ignored = 'extra_float_digits,options',
+): Promise<Bouncer> {
   const t = new URL(target)
   const database = decodeURIComponent(t.pathname.slice(1)) || 'postgres'
   const user = decodeURIComponent(t.username) || 'postgres'
@@ -39,22 +45,25 @@ export async function startPgbouncer(binary: string, target: string, poolSize: n
   // target's if it has one (the embedded server of a machine without PostgreSQL asks for one). The file doubles quotes.
   const password = decodeURIComponent(t.password).replaceAll('"', '""')
   writeFileSync(join(dir, 'users.txt'), `"${user}" "${password}"\n`)
-  writeFileSync(join(dir, 'pgbouncer.ini'), [
-    '[databases]',
-    `${database} = host=${t.hostname} port=${t.port || 5432} dbname=${database}`,
-    '[pgbouncer]',
-    'listen_addr = 127.0.0.1',
-    `listen_port = ${port}`,
-    'unix_socket_dir =',
-    'auth_type = trust',
-    `auth_file = ${join(dir, 'users.txt')}`,
-    'pool_mode = transaction',
-    `default_pool_size = ${poolSize}`,
-    'max_client_conn = 500',
-    'server_reset_query =',
-    `ignore_startup_parameters = ${ignored}`,
-    '',
-  ].join('\n'))
+  writeFileSync(
+    join(dir, 'pgbouncer.ini'),
+    [
+      '[databases]',
+      `${database} = host=${t.hostname} port=${t.port || 5432} dbname=${database}`,
+      '[pgbouncer]',
+      'listen_addr = 127.0.0.1',
+      `listen_port = ${port}`,
+      'unix_socket_dir =',
+      'auth_type = trust',
+      `auth_file = ${join(dir, 'users.txt')}`,
+      'pool_mode = transaction',
+      `default_pool_size = ${poolSize}`,
+      'max_client_conn = 500',
+      'server_reset_query =',
+      `ignore_startup_parameters = ${ignored}`,
+      '',
+    ].join('\n'),
+  )
   chmodSync(dir, 0o755)
   // PgBouncer refuses to run as root: -u switches to the postgres user.
   const args = process.getuid?.() === 0 ? ['-u', 'postgres', join(dir, 'pgbouncer.ini')] : [join(dir, 'pgbouncer.ini')]
@@ -83,4 +92,3 @@ export async function startPgbouncer(binary: string, target: string, poolSize: n
     },
   }
 }
-

@@ -31,13 +31,17 @@ export function spawnFixture(script: string, env: Record<string, string>): Child
     stdout += c.toString()
   })
   child.stderr?.on('data', (c: Buffer) => (out += c.toString()))
-  const messages = (): Record<string, unknown>[] => stdout.split('\n').filter((l) => l.startsWith('{')).map((l) => {
-    try {
-      return JSON.parse(l) as Record<string, unknown>
-    } catch {
-      return {}
-    }
-  })
+  const messages = (): Record<string, unknown>[] =>
+    stdout
+      .split('\n')
+      .filter((l) => l.startsWith('{'))
+      .map((l) => {
+        try {
+          return JSON.parse(l) as Record<string, unknown>
+        } catch {
+          return {}
+        }
+      })
   return Object.assign(child, { output: () => out, messages })
 }
 

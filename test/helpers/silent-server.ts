@@ -12,13 +12,16 @@ export interface Silent {
 function listen(server: Server, sockets: Set<Socket>): Promise<Silent> {
   return new Promise((resolve, reject) => {
     server.on('error', reject)
-    server.listen(0, '127.0.0.1', () => resolve({
-      port: (server.address() as { port: number }).port,
-      close: () => new Promise<void>((done) => {
-        for (const s of sockets) s.destroy()
-        server.close(() => done())
+    server.listen(0, '127.0.0.1', () =>
+      resolve({
+        port: (server.address() as { port: number }).port,
+        close: () =>
+          new Promise<void>((done) => {
+            for (const s of sockets) s.destroy()
+            server.close(() => done())
+          }),
       }),
-    }))
+    )
   })
 }
 

@@ -4,7 +4,11 @@
 import type pg from 'pg'
 
 /** Polls `probe` every 20 ms until it returns something other than undefined/false; throws after `timeoutMs`. */
-export async function waitFor<T>(probe: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs: number, what: string): Promise<T> {
+export async function waitFor<T>(
+  probe: () => Promise<T | undefined | false> | T | undefined | false,
+  timeoutMs: number,
+  what: string,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs
   for (;;) {
     const value = await probe()
@@ -15,8 +19,21 @@ export async function waitFor<T>(probe: () => Promise<T | undefined | false> | T
 }
 
 /** Waits until at least one session waits for a lock backend `pid` holds. */
-export async function waitUntilBlockedBehind(pool: pg.Pool, pid: number, what: string, timeoutMs = 30_000): Promise<void> {
-  await waitFor(async () => (await pool.query<{ n: number }>(
-    'select count(*)::int as n from pg_stat_activity where $1 = any(pg_blocking_pids(pid))', [pid])).rows[0]!.n > 0,
-  timeoutMs, what)
+export async function waitUntilBlockedBehind(
+  pool: pg.Pool,
+  pid: number,
+  what: string,
+  timeoutMs = 30_000,
+): Promise<void> {
+  await waitFor(
+    async () =>
+      (
+        await pool.query<{ n: number }>(
+          'select count(*)::int as n from pg_stat_activity where $1 = any(pg_blocking_pids(pid))',
+          [pid],
+        )
+      ).rows[0]!.n > 0,
+    timeoutMs,
+    what,
+  )
 }

@@ -16,7 +16,9 @@ beforeAll(async () => {
   await db.pool.query(
     `insert into "${db.schema}".jobs (queue, name, data, state, attempts, finished_at)
      select 'hist', 'done', '{}', 'completed', 1, now() - case when g <= 5 then interval '2 days' else interval '1 hour' end
-     from generate_series(1, $1) g`, [HISTORY + 5])
+     from generate_series(1, $1) g`,
+    [HISTORY + 5],
+  )
   await db.pool.query(`analyze "${db.schema}".jobs`)
 })
 afterAll(async () => {
@@ -50,7 +52,9 @@ describe('housekeeping with a long history', () => {
     const scans = nodes.filter((n) => n['Relation Name'] === 'jobs' && n['Index Name'] === 'jobs_finished')
     expect(scans.length).toBe(1)
     expect(scans[0]?.['Actual Rows']).toBe(5)
-    expect(nodes.some((n) => typeof n['Rows Removed by Join Filter'] === 'number' && n['Rows Removed by Join Filter'] > 0)).toBe(false)
+    expect(
+      nodes.some((n) => typeof n['Rows Removed by Join Filter'] === 'number' && n['Rows Removed by Join Filter'] > 0),
+    ).toBe(false)
   })
 
   it('the promotion safety net does not scan the table: an index on the jobs waiting for their dependencies', async () => {

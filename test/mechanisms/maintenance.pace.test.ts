@@ -25,15 +25,20 @@ afterAll(async () => {
 async function history(rows: number, queues = 1): Promise<void> {
   await db.pool.query(
     `insert into "${db.schema}".jobs (queue, name, data, state, attempts, finished_at)
-     select 'pace-' || (g % $2), 'done', '{}', 'completed', 1, now() - interval '1 minute' from generate_series(1, $1::int) g`, [rows, queues])
+     select 'pace-' || (g % $2), 'done', '{}', 'completed', 1, now() - interval '1 minute' from generate_series(1, $1::int) g`,
+    [rows, queues],
+  )
 }
 
 const left = async (): Promise<number> =>
   (await db.pool.query<{ n: number }>(`select count(*)::int as n from "${db.schema}".jobs`)).rows[0]!.n
 
 const paceRow = async (): Promise<{ runner: string; live: boolean } | undefined> =>
-  (await db.pool.query<{ runner: string; live: boolean }>(
-    `select runner, paused_until > clock_timestamp() as live from "${db.schema}".housekeeping_pace`)).rows[0]
+  (
+    await db.pool.query<{ runner: string; live: boolean }>(
+      `select runner, paused_until > clock_timestamp() as live from "${db.schema}".housekeeping_pace`,
+    )
+  ).rows[0]
 
 describe('paced housekeeping', () => {
   it('a paced round pauses after each full batch for pace times its duration: at pace 10 the same work takes over 4x as long', async () => {
@@ -43,11 +48,15 @@ describe('paced housekeeping', () => {
     try {
       await history(8_000)
       let t = performance.now()
-      expect(await housekeepingRound(pool, db.schema, silentLogger, { batchSize: 500 })).toMatchObject({ pruned: 8_000 })
+      expect(await housekeepingRound(pool, db.schema, silentLogger, { batchSize: 500 })).toMatchObject({
+        pruned: 8_000,
+      })
       const fullSpeed = performance.now() - t
       await history(8_000)
       t = performance.now()
-      expect(await housekeepingRound(pool, db.schema, silentLogger, { batchSize: 500, pace: 10 })).toMatchObject({ pruned: 8_000 })
+      expect(await housekeepingRound(pool, db.schema, silentLogger, { batchSize: 500, pace: 10 })).toMatchObject({
+        pruned: 8_000,
+      })
       const paced = performance.now() - t
       expect(paced).toBeGreaterThan(4 * fullSpeed)
       expect(await paceRow()).toBeUndefined() // the round ended its pause
@@ -73,7 +82,10 @@ describe('paced housekeeping', () => {
       expect(result.pruned).toBeGreaterThanOrEqual(1000)
       expect(result.pruned).toBeLessThan(20_000)
       expect(await paceRow()).toBeUndefined()
-      expect(await runMaintenance({ pool: db.pool, schema: db.schema })).toMatchObject({ ran: true, pruned: 20_000 - result.pruned })
+      expect(await runMaintenance({ pool: db.pool, schema: db.schema })).toMatchObject({
+        ran: true,
+        pruned: 20_000 - result.pruned,
+      })
     } finally {
       await pool.end()
     }
@@ -91,19 +103,29 @@ describe('paced housekeeping', () => {
     expect(result.pruned).toBeLessThan(50_000)
     expect(await left()).toBe(50_000 - result.pruned)
     // an aborted signal: nothing runs
-    expect(await runMaintenance({ pool: db.pool, schema: db.schema, signal: stop.signal })).toMatchObject({ ran: false, pruned: 0 })
+    expect(await runMaintenance({ pool: db.pool, schema: db.schema, signal: stop.signal })).toMatchObject({
+      ran: false,
+      pruned: 0,
+    })
     expect(await runMaintenance({ pool: db.pool, schema: db.schema })).toMatchObject({ pruned: 50_000 - result.pruned })
   })
 
   it('runMaintenance refuses a signal that is not an AbortSignal, before any I/O', async () => {
-    const call = runMaintenance({ connectionString: 'postgres://nobody@127.0.0.1:1/none', signal: 'stop' as unknown as AbortSignal })
+    const call = runMaintenance({
+      connectionString: 'postgres://nobody@127.0.0.1:1/none',
+      signal: 'stop' as unknown as AbortSignal,
+    })
     await expect(call).rejects.toBeInstanceOf(ValidationError)
     await expect(call).rejects.toMatchObject({ code: 'INVALID_TYPE', field: 'options.signal' })
   })
 
   it("a Worker's close stops its housekeeping between batches instead of waiting for the round", async () => {
     await history(150_000, 3)
-    const worker = new Worker('pace-idle', async () => {}, { connectionString: db.url, schema: db.schema, migrate: false })
+    const worker = new Worker('pace-idle', async () => {}, {
+      connectionString: db.url,
+      schema: db.schema,
+      migrate: false,
+    })
     const errors: Error[] = []
     worker.on('error', (err) => errors.push(err))
     await worker.run()

@@ -42,11 +42,15 @@ describe('plans on tables analysed nearly empty', () => {
       expect(answers.map((j) => j.state)).toEqual(['waiting', 'waiting', 'waiting', 'waiting', 'waiting'])
       const { rows } = await client.query<{ relname: string; seq_scan: string }>(
         `select relname, seq_scan from pg_stat_xact_user_tables where schemaname = $1 and relname in ('jobs', 'dedup_keys')
-         order by relname`, [db.schema])
+         order by relname`,
+        [db.schema],
+      )
       expect(rows.map((r) => `${r.relname} ${r.seq_scan}`)).toEqual(['dedup_keys 0', 'jobs 0'])
       const { rows: counts } = await client.query<{ relname: string; scans: string }>(
         `select relname, idx_scan as scans from pg_stat_xact_user_tables where schemaname = $1 and relname in ('jobs', 'dedup_keys')
-         order by relname`, [db.schema])
+         order by relname`,
+        [db.schema],
+      )
       expect(counts.every((r) => Number(r.scans) > 0)).toBe(true)
       await client.query('rollback')
     } finally {
@@ -70,7 +74,10 @@ describe('plans on tables analysed nearly empty', () => {
       const ids = '{1,2}'
       const tokens = '{00000000-0000-0000-0000-000000000001,00000000-0000-0000-0000-000000000002}'
       const statements: Array<[string, unknown[]]> = [
-        ['claim-jobs', ['tiny-worker', 250, 30000, 'w', '00000000-0000-0000-', -2147483648, '-100000000000000000', '0']],
+        [
+          'claim-jobs',
+          ['tiny-worker', 250, 30000, 'w', '00000000-0000-0000-', -2147483648, '-100000000000000000', '0'],
+        ],
         ['release-lost-claim', ['tiny-worker', 'w', '00000000-0000-0000-']],
         ['complete-jobs', [ids, tokens, '{null,null}']],
         ['fail-job', ['1', tokens.slice(1, 37), 'e', 's', 0]],
@@ -91,7 +98,9 @@ describe('plans on tables analysed nearly empty', () => {
       for (const [name, values] of statements) {
         await client.query(`prepare s_${name.replaceAll('-', '_')} as ${sqlFor(name, db.schema)}`)
         const args = values.map((v) => client.escapeLiteral(String(v))).join(', ')
-        const { rows } = await client.query<{ 'QUERY PLAN': string }>(`explain execute s_${name.replaceAll('-', '_')}(${args})`)
+        const { rows } = await client.query<{ 'QUERY PLAN': string }>(
+          `explain execute s_${name.replaceAll('-', '_')}(${args})`,
+        )
         const plan = rows.map((r) => r['QUERY PLAN']).join('\n')
         expect(plan, name).toMatch(/Index Scan|Tid Scan|Index Only Scan/)
         if (/Seq Scan on (jobs|dedup_keys)/.test(plan)) scans.push(name)
@@ -103,4 +112,3 @@ describe('plans on tables analysed nearly empty', () => {
     }
   })
 })
-

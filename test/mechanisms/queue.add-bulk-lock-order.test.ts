@@ -54,7 +54,7 @@ async function interleave<T>(sql: string, first: string, second: string, batch: 
     const pid = (await worker.query('select pg_backend_pid() as pid')).rows[0].pid as number
     const answer = batch()
     answer.catch(() => {})
-    await waitUntilBlockedBehind(db.pool, pid, 'the batch to wait for the worker\'s first row')
+    await waitUntilBlockedBehind(db.pool, pid, "the batch to wait for the worker's first row")
     // Without the batch's ordered locks this waits for the batch, which waits for the first row: a deadlock.
     await worker.query(sql, [second])
     await worker.query('commit')
@@ -65,17 +65,22 @@ async function interleave<T>(sql: string, first: string, second: string, batch: 
   }
 }
 
-describe('addBulk takes its rows in the worker\'s order', () => {
+describe("addBulk takes its rows in the worker's order", () => {
   it('dependsOn parents in descending id order beside a heartbeat over both', async () => {
     const { low, high } = await twoJobs('lo-parents', () => ({}))
     const q = new Queue('lo-parents', { connectionString: db.url, schema: db.schema, migrate: false })
     try {
       const beat = `update "${db.schema}".jobs set locked_until = locked_until + interval '1 second' where id = $1`
-      const jobs = await interleave(beat, low, high, () => q.addBulk([
-        { name: 'c', data: { i: 21 }, opts: { dependsOn: [high] } },
-        { name: 'c', data: { i: 20 }, opts: { dependsOn: [low] } },
-      ]))
-      expect(jobs.map((j) => [j.outcome, j.state])).toEqual([['added', 'waiting-children'], ['added', 'waiting-children']])
+      const jobs = await interleave(beat, low, high, () =>
+        q.addBulk([
+          { name: 'c', data: { i: 21 }, opts: { dependsOn: [high] } },
+          { name: 'c', data: { i: 20 }, opts: { dependsOn: [low] } },
+        ]),
+      )
+      expect(jobs.map((j) => [j.outcome, j.state])).toEqual([
+        ['added', 'waiting-children'],
+        ['added', 'waiting-children'],
+      ])
     } finally {
       await q.close()
     }
@@ -87,14 +92,21 @@ describe('addBulk takes its rows in the worker\'s order', () => {
     try {
       // A completion locks the job's row, then its trigger deletes the job's no-TTL key.
       const complete = `update "${db.schema}".jobs set state = 'completed', finished_at = now(), locked_until = null where id = $1`
-      const jobs = await interleave(complete, low, high, () => q.addBulk([
-        { name: 'n', data: { i: 31 }, opts: { deduplication: { id: 'nk-1', replace: true } } },
-        { name: 'n', data: { i: 30 }, opts: { deduplication: { id: 'nk-0', replace: true } } },
-      ]))
+      const jobs = await interleave(complete, low, high, () =>
+        q.addBulk([
+          { name: 'n', data: { i: 31 }, opts: { deduplication: { id: 'nk-1', replace: true } } },
+          { name: 'n', data: { i: 30 }, opts: { deduplication: { id: 'nk-0', replace: true } } },
+        ]),
+      )
       // Both owners had finished when the batch read them: their keys were released, so both items are new jobs.
       expect(jobs.map((j) => j.outcome)).toEqual(['added', 'added'])
-      const keys = await db.pool.query(`select key, job_id from "${db.schema}".dedup_keys where queue = 'lo-keys' order by key`)
-      expect(keys.rows).toEqual([{ key: 'nk-0', job_id: jobs[1]?.id }, { key: 'nk-1', job_id: jobs[0]?.id }])
+      const keys = await db.pool.query(
+        `select key, job_id from "${db.schema}".dedup_keys where queue = 'lo-keys' order by key`,
+      )
+      expect(keys.rows).toEqual([
+        { key: 'nk-0', job_id: jobs[1]?.id },
+        { key: 'nk-1', job_id: jobs[0]?.id },
+      ])
     } finally {
       await q.close()
     }

@@ -24,7 +24,9 @@ async function storedRows(queue: string): Promise<Record<string, unknown>[]> {
   const { rows } = await db.pool.query(
     `select id::text, name, data, state, priority, max_attempts, attempts, backoff, job_id, dedup_key,
             (extract(epoch from run_at - created_at) * 1000)::float8 as delay_ms
-     from "${db.schema}".jobs j where queue = $1 order by j.id`, [queue])
+     from "${db.schema}".jobs j where queue = $1 order by j.id`,
+    [queue],
+  )
   return rows
 }
 
@@ -36,7 +38,11 @@ describe('addBulk of plain items', () => {
         { name: 'a', data: { i: 0, nested: { list: [1, 'two', null] } } },
         { name: 'b', data: { i: 1 }, opts: { delay: 60_000 } },
         { name: 'c', data: { i: 2 }, opts: { priority: 7, attempts: 3, backoff: 250 } },
-        { name: 'd', data: { i: 3 }, opts: { delay: 0, backoff: { type: 'exponential' as const, delay: 100, jitter: 0.25 } } },
+        {
+          name: 'd',
+          data: { i: 3 },
+          opts: { delay: 0, backoff: { type: 'exponential' as const, delay: 100, jitter: 0.25 } },
+        },
         { name: 'e', data: 'a string' },
         { name: 'f', data: undefined },
         { name: 'g', data: null },
@@ -49,13 +55,47 @@ describe('addBulk of plain items', () => {
       const stored = await storedRows('fast-stored')
       expect(jobs.map((j) => j.id)).toEqual(stored.map((r) => r.id))
       expect(stored.map((r) => r.name)).toEqual(['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h'])
-      expect(stored.map((r) => r.state)).toEqual(['waiting', 'delayed', 'waiting', 'waiting', 'waiting', 'waiting', 'waiting', 'delayed'])
+      expect(stored.map((r) => r.state)).toEqual([
+        'waiting',
+        'delayed',
+        'waiting',
+        'waiting',
+        'waiting',
+        'waiting',
+        'waiting',
+        'delayed',
+      ])
       expect(stored.map((r) => r.delay_ms)).toEqual([0, 60_000, 0, 0, 0, 0, 0, 1])
-      expect(stored.map((r) => [r.priority, r.max_attempts, r.attempts])).toEqual(
-        [[0, 1, 0], [0, 1, 0], [7, 3, 0], [0, 1, 0], [0, 1, 0], [0, 1, 0], [0, 1, 0], [0, 1, 0]])
-      expect(stored.map((r) => r.backoff)).toEqual(
-        [null, null, { type: 'fixed', delay: 250 }, { type: 'exponential', delay: 100, jitter: 0.25 }, null, null, null, null])
-      expect(stored.map((r) => r.data)).toEqual([items[0]?.data, { i: 1 }, { i: 2 }, { i: 3 }, 'a string', {}, null, { i: 7 }])
+      expect(stored.map((r) => [r.priority, r.max_attempts, r.attempts])).toEqual([
+        [0, 1, 0],
+        [0, 1, 0],
+        [7, 3, 0],
+        [0, 1, 0],
+        [0, 1, 0],
+        [0, 1, 0],
+        [0, 1, 0],
+        [0, 1, 0],
+      ])
+      expect(stored.map((r) => r.backoff)).toEqual([
+        null,
+        null,
+        { type: 'fixed', delay: 250 },
+        { type: 'exponential', delay: 100, jitter: 0.25 },
+        null,
+        null,
+        null,
+        null,
+      ])
+      expect(stored.map((r) => r.data)).toEqual([
+        items[0]?.data,
+        { i: 1 },
+        { i: 2 },
+        { i: 3 },
+        'a string',
+        {},
+        null,
+        { i: 7 },
+      ])
       for (const r of stored) expect([r.job_id, r.dedup_key]).toEqual([null, null])
 
       for (const job of jobs) {
@@ -83,7 +123,10 @@ describe('addBulk of plain items', () => {
       const parent = await queue.add('parent', {})
       sent.length = 0
       for (const opts of [{ jobId: 'fast-mixed-1' }, { deduplication: { id: 'k' } }, { dependsOn: [parent.id] }]) {
-        const jobs = await queue.addBulk([{ name: 'plain', data: {} }, { name: 'special', data: {}, opts }])
+        const jobs = await queue.addBulk([
+          { name: 'plain', data: {} },
+          { name: 'special', data: {}, opts },
+        ])
         expect(jobs.map((j) => j.outcome)).toEqual(['added', 'added'])
       }
       const addJobs = sqlFor('add-jobs', db.schema)
@@ -97,9 +140,13 @@ describe('addBulk of plain items', () => {
   it('a plain batch starts an idle worker well before its poll', async () => {
     const queue = new Queue('fast-idle', { connectionString: db.url, schema: db.schema, migrate: false })
     const started = new Set<string>()
-    const worker = new Worker('fast-idle', async (job) => {
-      started.add(job.id)
-    }, { connectionString: db.url, schema: db.schema, pollIntervalMs: 60_000, maintenanceIntervalMs: 0, migrate: false })
+    const worker = new Worker(
+      'fast-idle',
+      async (job) => {
+        started.add(job.id)
+      },
+      { connectionString: db.url, schema: db.schema, pollIntervalMs: 60_000, maintenanceIntervalMs: 0, migrate: false },
+    )
     worker.on('error', () => {})
     try {
       await worker.run()
@@ -117,7 +164,13 @@ describe('addBulk of plain items', () => {
     const client = await db.pool.connect()
     try {
       await client.query('begin')
-      const jobs = await queue.addBulk([{ name: 'a', data: { i: 1 } }, { name: 'b', data: { i: 2 }, opts: { delay: 5_000 } }], { tx: client })
+      const jobs = await queue.addBulk(
+        [
+          { name: 'a', data: { i: 1 } },
+          { name: 'b', data: { i: 2 }, opts: { delay: 5_000 } },
+        ],
+        { tx: client },
+      )
       expect(jobs).toHaveLength(2)
       const inside = await client.query(`select count(*)::int as n from "${db.schema}".jobs where queue = 'fast-tx'`)
       expect(inside.rows[0].n).toBe(2)
@@ -140,12 +193,16 @@ describe('addBulk of plain items', () => {
   it('10,000 plain items: one statement, ids in input order, every item stored with its data', async () => {
     const { queue, pool, sent } = recordingQueue('fast-10k')
     try {
-      const items = Array.from({ length: 10_000 }, (_, i) => ({ name: `n${i % 5}`, data: { i, s: 'x'.repeat(i % 13) } }))
+      const items = Array.from({ length: 10_000 }, (_, i) => ({
+        name: `n${i % 5}`,
+        data: { i, s: 'x'.repeat(i % 13) },
+      }))
       const jobs = await queue.addBulk(items)
       expect(sent).toHaveLength(1)
       expect(jobs).toHaveLength(10_000)
       const { rows } = await db.pool.query(
-        `select id::text, name, data from "${db.schema}".jobs j where queue = 'fast-10k' order by j.id`)
+        `select id::text, name, data from "${db.schema}".jobs j where queue = 'fast-10k' order by j.id`,
+      )
       expect(rows).toHaveLength(10_000)
       rows.forEach((row, i) => {
         expect(jobs[i]!.id).toBe(row.id)
@@ -160,11 +217,20 @@ describe('addBulk of plain items', () => {
   }, 60_000)
 
   it('concurrent batches from separate connections get disjoint ids, each in its own input order', async () => {
-    const queues = Array.from({ length: 6 }, () =>
-      new Queue<{ p: number; i: number }>('fast-concurrent', { connectionString: db.url, schema: db.schema, poolSize: 1, migrate: false }))
+    const queues = Array.from(
+      { length: 6 },
+      () =>
+        new Queue<{ p: number; i: number }>('fast-concurrent', {
+          connectionString: db.url,
+          schema: db.schema,
+          poolSize: 1,
+          migrate: false,
+        }),
+    )
     try {
-      const results = await Promise.all(queues.map((q, p) =>
-        q.addBulk(Array.from({ length: 2_000 }, (_, i) => ({ name: 'job', data: { p, i } })))))
+      const results = await Promise.all(
+        queues.map((q, p) => q.addBulk(Array.from({ length: 2_000 }, (_, i) => ({ name: 'job', data: { p, i } })))),
+      )
       const all = new Set<string>()
       results.forEach((jobs, p) => {
         const ids = jobs.map((j) => BigInt(j.id))
@@ -175,7 +241,8 @@ describe('addBulk of plain items', () => {
       expect(all.size).toBe(12_000)
       // Every returned id holds that item's data.
       const { rows } = await db.pool.query(
-        `select id::text, data from "${db.schema}".jobs where queue = 'fast-concurrent'`)
+        `select id::text, data from "${db.schema}".jobs where queue = 'fast-concurrent'`,
+      )
       const stored = new Map(rows.map((r) => [r.id as string, r.data]))
       expect(stored.size).toBe(12_000)
       results.forEach((jobs, p) => jobs.forEach((j, i) => expect(stored.get(j.id)).toEqual({ p, i })))

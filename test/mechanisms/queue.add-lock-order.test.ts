@@ -28,23 +28,45 @@ const adders = () => `lock-order ${db.schema}`
 
 /** Until `n` of the adding sessions wait for a lock. */
 async function blocked(n: number, what: string): Promise<void> {
-  await waitFor(async () => (await db.pool.query(
-    `select count(*)::int as n from pg_stat_activity
-     where cardinality(pg_blocking_pids(pid)) > 0 and application_name = $1`, [adders()])).rows[0].n >= n, 10_000, what)
+  await waitFor(
+    async () =>
+      (
+        await db.pool.query(
+          `select count(*)::int as n from pg_stat_activity
+     where cardinality(pg_blocking_pids(pid)) > 0 and application_name = $1`,
+          [adders()],
+        )
+      ).rows[0].n >= n,
+    10_000,
+    what,
+  )
 }
 
-describe('a single add takes its rows in the batch\'s order', () => {
-  it('a replace beside a batch replacing the same key, both queued behind the owner\'s row: no deadlock', async () => {
+describe("a single add takes its rows in the batch's order", () => {
+  it("a replace beside a batch replacing the same key, both queued behind the owner's row: no deadlock", async () => {
     const opts = (replace: boolean) => ({ deduplication: { id: 'rk', ttl: 600_000, replace } })
-    const single = new Queue('lo-single', { connectionString: namedSessionUrl(db.url, adders()), schema: db.schema, migrate: false, poolSize: 1 })
-    const bulk = new Queue('lo-single', { connectionString: namedSessionUrl(db.url, adders()), schema: db.schema, migrate: false, poolSize: 1 })
+    const single = new Queue('lo-single', {
+      connectionString: namedSessionUrl(db.url, adders()),
+      schema: db.schema,
+      migrate: false,
+      poolSize: 1,
+    })
+    const bulk = new Queue('lo-single', {
+      connectionString: namedSessionUrl(db.url, adders()),
+      schema: db.schema,
+      migrate: false,
+      poolSize: 1,
+    })
     const holder = new pg.Client({ connectionString: db.url })
     await holder.connect()
     try {
       const owner = await single.add('n', { i: 0 }, opts(false))
       await holder.query('begin')
       await holder.query(`select 1 from "${db.schema}".jobs where id = $1 for update`, [owner.id])
-      const batch = bulk.addBulk([{ name: 'n', data: { i: 1 }, opts: opts(true) }, { name: 'other', data: { i: 2 } }])
+      const batch = bulk.addBulk([
+        { name: 'n', data: { i: 1 }, opts: opts(true) },
+        { name: 'other', data: { i: 2 } },
+      ])
       batch.catch(() => {})
       await blocked(1, 'the batch to queue for the owner')
       const add = single.add('n', { i: 3 }, opts(true))
@@ -55,7 +77,8 @@ describe('a single add takes its rows in the batch\'s order', () => {
       expect(b.map((j) => j.outcome)).toEqual(['replaced', 'added'])
       expect(s.outcome).toBe('replaced')
       const { rows } = await db.pool.query(
-        `select k.job_id::text as id from "${db.schema}".dedup_keys k where k.queue = 'lo-single' and k.key = 'rk'`)
+        `select k.job_id::text as id from "${db.schema}".dedup_keys k where k.queue = 'lo-single' and k.key = 'rk'`,
+      )
       expect(rows).toEqual([{ id: s.id }])
     } finally {
       await holder.query('rollback').catch(() => {})

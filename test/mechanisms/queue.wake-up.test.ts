@@ -44,7 +44,10 @@ describe('waking workers', () => {
       try {
         await queue.add('single', {})
         await queue.add('delayed', {}, { delay: 60_000 })
-        await queue.addBulk([{ name: 'plain', data: {} }, { name: 'plain', data: {} }])
+        await queue.addBulk([
+          { name: 'plain', data: {} },
+          { name: 'plain', data: {} },
+        ])
         await queue.addBulk([{ name: 'keyed', data: {}, opts: { jobId: 'wake-1' } }])
         await queueOf('wake-other').add('elsewhere', {})
         await heard.mark('m2')
@@ -92,10 +95,22 @@ describe('waking workers', () => {
     const started: string[] = []
     let release!: () => void
     const gate = new Promise<void>((r) => (release = r))
-    const worker = new Worker('wake-worker', async (job) => {
-      started.push(job.name)
-      if (job.name === 'block') await gate
-    }, { connectionString: db.url, schema: db.schema, concurrency: 1, batchSize: 1, pollIntervalMs: 60_000, maintenanceIntervalMs: 0, migrate: false })
+    const worker = new Worker(
+      'wake-worker',
+      async (job) => {
+        started.push(job.name)
+        if (job.name === 'block') await gate
+      },
+      {
+        connectionString: db.url,
+        schema: db.schema,
+        concurrency: 1,
+        batchSize: 1,
+        pollIntervalMs: 60_000,
+        maintenanceIntervalMs: 0,
+        migrate: false,
+      },
+    )
     worker.on('error', () => {})
     const heard = await listen(db)
     try {
@@ -108,7 +123,10 @@ describe('waking workers', () => {
       expect(Date.now() - t0).toBeLessThan(2_000)
 
       // A full batch (batchSize 1, then the worker holds a running job): it claims again on its own, slot given back.
-      await queue.addBulk([{ name: 'block', data: {} }, { name: 'next', data: {} }])
+      await queue.addBulk([
+        { name: 'block', data: {} },
+        { name: 'next', data: {} },
+      ])
       await waitFor(() => started.includes('block'), 5_000, 'the blocking job to start')
       await waitForIdleSlot(db, 'wake-worker', false)
       release()
@@ -122,24 +140,45 @@ describe('waking workers', () => {
   })
 
   it('16 concurrent producers onto a busy queue: every job runs exactly once', async () => {
-    const producers = Array.from({ length: 16 }, () =>
-      new Queue<{ p: number; i: number }>('wake-busy', { connectionString: db.url, schema: db.schema, poolSize: 1, migrate: false }))
+    const producers = Array.from(
+      { length: 16 },
+      () =>
+        new Queue<{ p: number; i: number }>('wake-busy', {
+          connectionString: db.url,
+          schema: db.schema,
+          poolSize: 1,
+          migrate: false,
+        }),
+    )
     const runs = new Map<string, number>()
-    const worker = new Worker<{ p: number; i: number }>('wake-busy', async (job) => {
-      runs.set(job.id, (runs.get(job.id) ?? 0) + 1)
-      await new Promise((resolve) => setTimeout(resolve, Math.random() * 3))
-    }, { connectionString: db.url, schema: db.schema, concurrency: 4, pollIntervalMs: 500, maintenanceIntervalMs: 0, migrate: false })
+    const worker = new Worker<{ p: number; i: number }>(
+      'wake-busy',
+      async (job) => {
+        runs.set(job.id, (runs.get(job.id) ?? 0) + 1)
+        await new Promise((resolve) => setTimeout(resolve, Math.random() * 3))
+      },
+      {
+        connectionString: db.url,
+        schema: db.schema,
+        concurrency: 4,
+        pollIntervalMs: 500,
+        maintenanceIntervalMs: 0,
+        migrate: false,
+      },
+    )
     worker.on('error', () => {})
     try {
       await worker.run()
-      const added = await Promise.all(producers.map(async (q, p) => {
-        const ids: string[] = []
-        for (let i = 0; i < 40; i++) {
-          ids.push((await q.add('job', { p, i })).id)
-          if (i % 7 === 0) await new Promise((resolve) => setTimeout(resolve, Math.random() * 5))
-        }
-        return ids
-      }))
+      const added = await Promise.all(
+        producers.map(async (q, p) => {
+          const ids: string[] = []
+          for (let i = 0; i < 40; i++) {
+            ids.push((await q.add('job', { p, i })).id)
+            if (i % 7 === 0) await new Promise((resolve) => setTimeout(resolve, Math.random() * 5))
+          }
+          return ids
+        }),
+      )
       const ids = added.flat()
       expect(new Set(ids).size).toBe(640)
       await waitFor(() => ids.every((id) => runs.has(id)), 20_000, 'every job to run')
@@ -147,7 +186,8 @@ describe('waking workers', () => {
       expect([...runs.values()].every((n) => n === 1)).toBe(true)
       expect(runs.size).toBe(640)
       const { rows } = await db.pool.query(
-        `select state, count(*)::int as n from "${db.schema}".jobs where queue = 'wake-busy' group by state`)
+        `select state, count(*)::int as n from "${db.schema}".jobs where queue = 'wake-busy' group by state`,
+      )
       expect(rows).toEqual([{ state: 'completed', n: 640 }])
     } finally {
       await worker.close()

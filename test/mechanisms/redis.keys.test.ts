@@ -5,8 +5,23 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { KeyNames, claimFact, dedupFact, ledgerFact } from '../../src/cache/keys.js'
 import { type TestSchema, freshSchema } from '../helpers/schema.js'
 
-const KEYS = ['notify:push:42:7', '', ' ', 'a b c', "it's \"quoted\"; drop table jobs; --", 'ключ', '键', '🚀🔑', 'tab\tnew\nline',
-  '\\x00 not a nul', '{braces}', '*?[glob]', 'k'.repeat(255), 'é'.repeat(120), 'pgonce:{x:1}:2:k:q:y']
+const KEYS = [
+  'notify:push:42:7',
+  '',
+  ' ',
+  'a b c',
+  'it\'s "quoted"; drop table jobs; --',
+  'ключ',
+  '键',
+  '🚀🔑',
+  'tab\tnew\nline',
+  '\\x00 not a nul',
+  '{braces}',
+  '*?[glob]',
+  'k'.repeat(255),
+  'é'.repeat(120),
+  'pgonce:{x:1}:2:k:q:y',
+]
 
 describe('cache key naming', () => {
   let db: TestSchema
@@ -18,7 +33,9 @@ describe('cache key naming', () => {
   it('every identity falls in the bucket _cache_bucket() gives it', async () => {
     const facts = KEYS.flatMap((k) => [dedupFact('some-queue.1', k), ledgerFact(k), claimFact(k)])
     const { rows } = await db.pool.query<{ b: number }>(
-      `select "${db.schema}"._cache_bucket(i) as b from unnest($1::text[]) with ordinality u(i, n) order by n`, [facts.map((f) => f.ident)])
+      `select "${db.schema}"._cache_bucket(i) as b from unnest($1::text[]) with ordinality u(i, n) order by n`,
+      [facts.map((f) => f.ident)],
+    )
     expect(rows.map((r) => r.b)).toEqual(facts.map((f) => f.bucket))
     expect(new Set(facts.map((f) => f.bucket)).size).toBeGreaterThan(10)
   })

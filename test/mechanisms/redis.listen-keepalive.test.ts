@@ -34,7 +34,9 @@ async function idleKeepaliveS(serverPort: number, port: number): Promise<number 
 }
 
 function keepaliveTimerS(serverPort: number, port: number): number | null {
-  const out = execFileSync('ss', ['-tnoH', 'state', 'established', `( sport = :${serverPort} and dport = :${port} )`], { encoding: 'utf8' })
+  const out = execFileSync('ss', ['-tnoH', 'state', 'established', `( sport = :${serverPort} and dport = :${port} )`], {
+    encoding: 'utf8',
+  })
   // ss prints the time left as e.g. 9.871sec, 870ms, 119min or 1min59sec.
   const m = /timer:\(keepalive,(?:(\d+)min)?(?:([\d.]+)(ms|sec))?,/.exec(out)
   if (m === null) return null
@@ -59,13 +61,19 @@ describe.skipIf(!ok || !hasSs)('the epoch listener session', () => {
     const local = ['127.0.0.1', 'localhost', '::1', '[::1]'].includes(url.hostname)
     await queue.add('a', {}, { deduplication: { id: 'k', ttl: 60_000 } })
     let port: number | null = null
-    await waitFor(async () => {
-      const { rows } = await db.pool.query<{ client_port: number | null }>(
-        `select client_port from pg_stat_activity
-         where application_name like 'pgonce-cache ' || $1 || ' %'`, [db.schema])
-      port = rows[0]?.client_port ?? null
-      return rows.length > 0
-    }, 5_000, 'the epoch listener session')
+    await waitFor(
+      async () => {
+        const { rows } = await db.pool.query<{ client_port: number | null }>(
+          `select client_port from pg_stat_activity
+         where application_name like 'pgonce-cache ' || $1 || ' %'`,
+          [db.schema],
+        )
+        port = rows[0]?.client_port ?? null
+        return rows.length > 0
+      },
+      5_000,
+      'the epoch listener session',
+    )
     // Over a Unix socket (no client port) keepalives do nothing; a server on another host has its sockets elsewhere.
     if (port === null || !local) return
     const serverPort = Number(url.port || 5432)
@@ -76,10 +84,13 @@ describe.skipIf(!ok || !hasSs)('the epoch listener session', () => {
     // The control: an ordinary connection of the same server, with the server's own keepalive setting.
     const client = await db.pool.connect()
     try {
-      const { rows: [row] } = await client.query<{ port: number; idle: string }>(
-        `select inet_client_port() as port, current_setting('tcp_keepalives_idle') as idle`)
+      const {
+        rows: [row],
+      } = await client.query<{ port: number; idle: string }>(
+        `select inet_client_port() as port, current_setting('tcp_keepalives_idle') as idle`,
+      )
       const idle = Number(row!.idle)
-      if (idle === 0 || idle > 10) expect(await idleKeepaliveS(serverPort, row!.port) as number).toBeGreaterThan(10.5)
+      if (idle === 0 || idle > 10) expect((await idleKeepaliveS(serverPort, row!.port)) as number).toBeGreaterThan(10.5)
     } finally {
       client.release()
     }

@@ -25,7 +25,8 @@ describe('claim sizes of a busy worker', () => {
     const total = 6_000
     await db.pool.query(
       `insert into "${db.schema}".jobs (queue, name, data) select 'sizes', 'n', jsonb_build_object('i', g) from generate_series(1, $1) g`,
-      [total])
+      [total],
+    )
     // How many jobs each claim statement asked for (its second parameter).
     const claim = sqlFor('claim-jobs', db.schema)
     const wants: number[] = []
@@ -33,16 +34,33 @@ describe('claim sizes of a busy worker', () => {
       if (text === claim) wants.push(Number(values?.[1]))
     })
     const runs = new Map<string, number>()
-    const worker = new Worker('sizes', async (job) => {
-      runs.set(job.id, (runs.get(job.id) ?? 0) + 1)
-    }, { pool, schema: db.schema, concurrency: 16, batchSize: 200, pollIntervalMs: 60_000, maintenanceIntervalMs: 0, migrate: false })
+    const worker = new Worker(
+      'sizes',
+      async (job) => {
+        runs.set(job.id, (runs.get(job.id) ?? 0) + 1)
+      },
+      {
+        pool,
+        schema: db.schema,
+        concurrency: 16,
+        batchSize: 200,
+        pollIntervalMs: 60_000,
+        maintenanceIntervalMs: 0,
+        migrate: false,
+      },
+    )
     try {
       await worker.run()
-      await waitFor(async () => {
-        const { rows } = await db.pool.query(
-          `select count(*)::int as n from "${db.schema}".jobs where queue = 'sizes' and state = 'completed'`)
-        return rows[0].n === total
-      }, 30_000, 'every job to complete')
+      await waitFor(
+        async () => {
+          const { rows } = await db.pool.query(
+            `select count(*)::int as n from "${db.schema}".jobs where queue = 'sizes' and state = 'completed'`,
+          )
+          return rows[0].n === total
+        },
+        30_000,
+        'every job to complete',
+      )
       await worker.close()
       expect(runs.size).toBe(total)
       expect([...runs.values()].every((n) => n === 1)).toBe(true)
@@ -68,17 +86,33 @@ describe('claim sizes of a busy worker', () => {
     const ids: string[] = []
     for (const i of [1, 2, 3, 4]) {
       const { rows } = await db.pool.query(
-        `insert into "${db.schema}".jobs (queue, name, data, run_at) values ('cap', 'n', '{}', now() - make_interval(secs => 10 - $1)) returning id`, [i])
+        `insert into "${db.schema}".jobs (queue, name, data, run_at) values ('cap', 'n', '{}', now() - make_interval(secs => 10 - $1)) returning id`,
+        [i],
+      )
       ids.push(rows[0].id)
     }
     const [a, b, c, d] = ids as [string, string, string, string]
     const ran: string[] = []
     let releaseA!: () => void
-    const aMayReturn = new Promise<void>((resolve) => { releaseA = resolve })
-    const worker = new Worker('cap', async (job) => {
-      ran.push(job.id)
-      if (job.id === a) await aMayReturn
-    }, { connectionString: db.url, schema: db.schema, concurrency: 1, batchSize: 1, pollIntervalMs: 60_000, maintenanceIntervalMs: 0, migrate: false })
+    const aMayReturn = new Promise<void>((resolve) => {
+      releaseA = resolve
+    })
+    const worker = new Worker(
+      'cap',
+      async (job) => {
+        ran.push(job.id)
+        if (job.id === a) await aMayReturn
+      },
+      {
+        connectionString: db.url,
+        schema: db.schema,
+        concurrency: 1,
+        batchSize: 1,
+        pollIntervalMs: 60_000,
+        maintenanceIntervalMs: 0,
+        migrate: false,
+      },
+    )
     const locker = await db.pool.connect()
     try {
       await worker.run()
@@ -86,13 +120,17 @@ describe('claim sizes of a busy worker', () => {
       await locker.query('begin')
       await locker.query(`select 1 from "${db.schema}".jobs where id = $1 for update`, [a])
       releaseA()
-      await waitFor(() => ran.includes(c), 5_000, 'jobs b and c to run while a\'s completion waits for the lock')
+      await waitFor(() => ran.includes(c), 5_000, "jobs b and c to run while a's completion waits for the lock")
       // Lets time pass on purpose: a worker that claimed past its cap would have started d by now.
       await new Promise((r) => setTimeout(r, 200))
       // Without the bound on jobs being completed, d would run too; with them counted in full, c would not.
       expect(ran).toEqual([a, b, c])
       await locker.query('rollback')
-      await waitFor(async () => (await storedJob(db, d)).state === 'completed', 5_000, 'job d to complete well before the 60 s poll')
+      await waitFor(
+        async () => (await storedJob(db, d)).state === 'completed',
+        5_000,
+        'job d to complete well before the 60 s poll',
+      )
       expect(ran).toEqual([a, b, c, d])
     } finally {
       await locker.query('rollback').catch(() => {})

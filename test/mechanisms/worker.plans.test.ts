@@ -12,11 +12,14 @@ let client: pg.Client
 
 beforeAll(async () => {
   db = await freshSchema('worker_plans')
-  await db.pool.query(`insert into "${db.schema}".jobs (queue, name, data) select 'q', 'n', '{}' from generate_series(1, 20000) g`)
+  await db.pool.query(
+    `insert into "${db.schema}".jobs (queue, name, data) select 'q', 'n', '{}' from generate_series(1, 20000) g`,
+  )
   await db.pool.query(`analyze "${db.schema}".jobs`)
   await db.pool.query(
     `update "${db.schema}".jobs set state = 'active', lock_token = gen_random_uuid(), locked_until = now(), locked_by = 'w'
-     where id % 10 = 0`)
+     where id % 10 = 0`,
+  )
   client = new pg.Client({ connectionString: db.url })
   await client.connect()
 })
@@ -43,8 +46,12 @@ const MODES = ['force_custom_plan', 'force_generic_plan']
 
 describe.each(MODES)('plans (%s)', (mode) => {
   it('claim: walks jobs_due from the cursor in order and updates the locked rows by ctid', async () => {
-    const p = await plan(mode, 'claim-jobs', 'text, integer, bigint, text, text, integer, float8, bigint',
-      `'q', 100, 30000, 'w', '00000000-0000-0000-', 0, 1e12, 5`)
+    const p = await plan(
+      mode,
+      'claim-jobs',
+      'text, integer, bigint, text, text, integer, float8, bigint',
+      `'q', 100, 30000, 'w', '00000000-0000-0000-', 0, 1e12, 5`,
+    )
     expect(p).toContain('jobs_due')
     expect(p).toMatch(/Tid Scan on jobs j\b/)
     expect(p).not.toMatch(/Seq Scan on jobs/)

@@ -29,11 +29,22 @@ function workerOn(queue: string, started: Map<string, number>) {
   const pool = recordingPool(db, 4, (text) => {
     if (text === claim) claims++
   })
-  const worker = new Worker(queue, async (job) => {
-    started.set(job.name, Date.now())
-  }, { pool, schema: db.schema, pollIntervalMs: 60_000, maintenanceIntervalMs: 0, migrate: false, autorun: false })
+  const worker = new Worker(
+    queue,
+    async (job) => {
+      started.set(job.name, Date.now())
+    },
+    { pool, schema: db.schema, pollIntervalMs: 60_000, maintenanceIntervalMs: 0, migrate: false, autorun: false },
+  )
   worker.on('error', () => {})
-  return { worker, claims: () => claims, close: async () => { await worker.close(); await pool.end() } }
+  return {
+    worker,
+    claims: () => claims,
+    close: async () => {
+      await worker.close()
+      await pool.end()
+    },
+  }
 }
 
 describe('settle polls after the queue runs dry', () => {
@@ -58,7 +69,7 @@ describe('settle polls after the queue runs dry', () => {
 
       const committed = Date.now()
       await client.query('commit')
-      await waitFor(() => started.has('late'), 3_000, "the late job to start (the poll is 60 s away)")
+      await waitFor(() => started.has('late'), 3_000, 'the late job to start (the poll is 60 s away)')
       expect(started.get('late')! - committed).toBeLessThan(2_000)
     } finally {
       await client.query('rollback').catch(() => {})

@@ -19,27 +19,45 @@ afterAll(async () => {
   await db.drop()
 })
 
-const count = async (queue: string, state: string, v?: string): Promise<number> => (await db.pool.query(
-  `select count(*)::int as n from "${db.schema}".jobs where queue = $1 and state = $2 and ($3::text is null or data->>'v' = $3)`,
-  [queue, state, v ?? null])).rows[0].n
+const count = async (queue: string, state: string, v?: string): Promise<number> =>
+  (
+    await db.pool.query(
+      `select count(*)::int as n from "${db.schema}".jobs where queue = $1 and state = $2 and ($3::text is null or data->>'v' = $3)`,
+      [queue, state, v ?? null],
+    )
+  ).rows[0].n
 
 /** Drains `total` queued jobs of `queue`; returns how many jobs each claim asked for, and each job's runs. */
 async function drain(queue: string, total: number, concurrency: number, handlerMs: number) {
   await db.pool.query(
-    `insert into "${db.schema}".jobs (queue, name, data) select $1, 'n', '{}' from generate_series(1, $2)`, [queue, total])
+    `insert into "${db.schema}".jobs (queue, name, data) select $1, 'n', '{}' from generate_series(1, $2)`,
+    [queue, total],
+  )
   const claim = sqlFor('claim-jobs', db.schema)
   const asked: number[] = []
   const pool = recordingPool(db, 8, (text, values) => {
     if (text === claim) asked.push(Number(values?.[1]))
   })
   const runs = new Map<string, number>()
-  const worker = new Worker(queue, async (job) => {
-    runs.set(job.id, (runs.get(job.id) ?? 0) + 1)
-    if (handlerMs > 0) await new Promise((resolve) => setTimeout(resolve, handlerMs))
-  }, { pool, schema: db.schema, concurrency, batchSize: 100, pollIntervalMs: 60_000, maintenanceIntervalMs: 0, migrate: false })
+  const worker = new Worker(
+    queue,
+    async (job) => {
+      runs.set(job.id, (runs.get(job.id) ?? 0) + 1)
+      if (handlerMs > 0) await new Promise((resolve) => setTimeout(resolve, handlerMs))
+    },
+    {
+      pool,
+      schema: db.schema,
+      concurrency,
+      batchSize: 100,
+      pollIntervalMs: 60_000,
+      maintenanceIntervalMs: 0,
+      migrate: false,
+    },
+  )
   try {
     await worker.run()
-    await waitFor(async () => await count(queue, 'completed') === total, 60_000, 'every job to complete')
+    await waitFor(async () => (await count(queue, 'completed')) === total, 60_000, 'every job to complete')
   } finally {
     await worker.close()
     await pool.end()
@@ -84,9 +102,14 @@ async function blockedSlots(queue: string): Promise<number> {
   await db.pool.query(
     `insert into "${db.schema}".jobs (queue, name, data)
      select $1, 'n', jsonb_build_object('v', case when g <= 400 then 'fast' when g <= 404 then 'block' else 'after' end)
-     from generate_series(1, 414) g`, [queue])
-  const after = new Set((await db.pool.query(
-    `select id::text from "${db.schema}".jobs where queue = $1 and data->>'v' = 'after'`, [queue])).rows.map((r) => r.id as string))
+     from generate_series(1, 414) g`,
+    [queue],
+  )
+  const after = new Set(
+    (
+      await db.pool.query(`select id::text from "${db.schema}".jobs where queue = $1 and data->>'v' = 'after'`, [queue])
+    ).rows.map((r) => r.id as string),
+  )
   let open!: () => void
   const gate = new Promise<void>((resolve) => (open = resolve))
   let gateOpen = false
@@ -99,16 +122,32 @@ async function blockedSlots(queue: string): Promise<number> {
     }
   })
   const runs = new Map<string, number>()
-  const worker = new Worker<{ v: string }>(queue, async (job) => {
-    runs.set(job.id, (runs.get(job.id) ?? 0) + 1)
-    if (job.data.v === 'block') await gate
-  }, { pool, schema: db.schema, concurrency: 4, batchSize: 100, pollIntervalMs: 100, maintenanceIntervalMs: 0, migrate: false })
+  const worker = new Worker<{ v: string }>(
+    queue,
+    async (job) => {
+      runs.set(job.id, (runs.get(job.id) ?? 0) + 1)
+      if (job.data.v === 'block') await gate
+    },
+    {
+      pool,
+      schema: db.schema,
+      concurrency: 4,
+      batchSize: 100,
+      pollIntervalMs: 100,
+      maintenanceIntervalMs: 0,
+      migrate: false,
+    },
+  )
   try {
     await worker.run()
-    await waitFor(async () => await count(queue, 'active', 'block') === 4, 30_000, 'the four blocking jobs to start')
+    await waitFor(async () => (await count(queue, 'active', 'block')) === 4, 30_000, 'the four blocking jobs to start')
     // The bound is max(50 ms, six round trips); then the release. Wait for the give-back itself, with a bound that a
     // worker which never gives them back does not meet.
-    await waitFor(async () => await count(queue, 'active') === 4, 15_000, 'the jobs claimed behind the blocking ones to be given back')
+    await waitFor(
+      async () => (await count(queue, 'active')) === 4,
+      15_000,
+      'the jobs claimed behind the blocking ones to be given back',
+    )
     const samples: number[] = []
     for (let i = 0; i < 16; i++) {
       samples.push(await count(queue, 'active'))
@@ -117,10 +156,12 @@ async function blockedSlots(queue: string): Promise<number> {
     expect(samples, 'jobs active while every slot is blocked').toEqual(samples.map(() => 4))
     gateOpen = true
     open()
-    await waitFor(async () => await count(queue, 'completed') === 414, 30_000, 'every job to complete')
+    await waitFor(async () => (await count(queue, 'completed')) === 414, 30_000, 'every job to complete')
     expect(runs.size).toBe(414)
     expect([...runs.values()].every((n) => n === 1)).toBe(true)
-    const { rows } = await db.pool.query(`select max(attempts)::int as n from "${db.schema}".jobs where queue = $1`, [queue])
+    const { rows } = await db.pool.query(`select max(attempts)::int as n from "${db.schema}".jobs where queue = $1`, [
+      queue,
+    ])
     expect(rows[0].n).toBe(1)
     return givenBack.size
   } finally {
