@@ -1,6 +1,6 @@
 // The options of a Queue and of its calls, and their checks.
 
-import type { JobOptions } from './admission/request.js'
+import { JOB_OPTION_KEYS, type JobOptions } from './admission/request.js'
 import { type RedisOption, checkRedisOption } from './cache/redis-client.js'
 import { CONNECTION_OPTION_KEYS, type ConnectionOptions } from './db/connection.js'
 import type { Transactional } from './db/executor.js'
@@ -93,13 +93,4 @@ export function resolveQueueOptions(options: unknown, queue: string): ResolvedQu
     redis: checkRedisOption(opts.redis, 'options.redis'),
   }
 }
-export const ADD_OPTION_KEYS = [
-  'jobId',
-  'deduplication',
-  'delay',
-  'priority',
-  'attempts',
-  'backoff',
-  'dependsOn',
-  'tx',
-] as const
+export const ADD_OPTION_KEYS = [...JOB_OPTION_KEYS, 'tx'] as const

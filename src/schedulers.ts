@@ -105,11 +105,12 @@ export function checkScheduler(id: unknown, repeat: unknown, template: unknown, 
   const rule = toRule(repeat)
   const t = checkOptions<SchedulerTemplate<unknown>>(template, 'template', TEMPLATE_KEYS)
   const opts = (t.opts ?? {}) as JobOptions
-  if (typeof opts === 'object' && opts !== null && ('jobId' in opts || 'dependsOn' in opts)) {
+  const refused = typeof opts === 'object' && opts !== null && ['jobId', 'dependsOn', 'runAt'].find((k) => k in opts)
+  if (refused !== undefined && refused !== false) {
     fail(
       'UNKNOWN_OPTION',
-      `template.opts.${'jobId' in opts ? 'jobId' : 'dependsOn'}`,
-      "a scheduler sets each tick's jobId, and takes no dependsOn",
+      `template.opts.${refused}`,
+      "a scheduler sets each tick's jobId and time, and takes no dependsOn",
     )
   }
   // Checked as an add would check it, so that a tick never meets a template it cannot add.

@@ -21,6 +21,7 @@ export function addJobParams(queue: string, r: AddRequest): unknown[] {
     backoffJson(r),
     r.dependsOn,
     r.traceContext,
+    r.runAtMs,
   ]
 }
 
@@ -88,5 +89,6 @@ export function addJobsParams(queue: string, reqs: readonly AddRequest[]): unkno
     pick(backoffJson),
     pick((r) => (r.dependsOn === null ? null : `{${r.dependsOn.join(',')}}`)),
     pick((r) => r.traceContext),
+    pick((r) => r.runAtMs),
   ]
 }

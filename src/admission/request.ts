@@ -12,6 +12,7 @@ import {
   isPlainObject,
   serializeData,
 } from '../validate.js'
+import { checkRunAt } from './run-at.js'
 
 /** Enqueue-side deduplication by key (docs/deduplication.md). */
 export interface DeduplicationOptions {
@@ -31,6 +32,8 @@ export interface JobOptions {
   deduplication?: DeduplicationOptions
   /** Run no earlier than this many ms from now. (Default: 0) */
   delay?: number
+  /** Run no earlier than this instant (by the database clock): a Date, an ISO-8601 string with an offset, or epoch ms. A past one is due now. Not with `delay`. */
+  runAt?: Date | string | number
   /** Lower runs first; 0 is the highest. (Default: 0) */
   priority?: number
   /** Runs in all, including the first. (Default: 1) */
@@ -41,7 +44,16 @@ export interface JobOptions {
   dependsOn?: string[]
 }
 
-const JOB_OPTION_KEYS = ['jobId', 'deduplication', 'delay', 'priority', 'attempts', 'backoff', 'dependsOn'] as const
+export const JOB_OPTION_KEYS = [
+  'jobId',
+  'deduplication',
+  'delay',
+  'runAt',
+  'priority',
+  'attempts',
+  'backoff',
+  'dependsOn',
+] as const
 const DEDUP_KEYS = ['id', 'ttl', 'extend', 'replace'] as const
 const BACKOFF_KEYS = ['type', 'delay', 'jitter'] as const
 
@@ -55,6 +67,8 @@ export interface AddRequest {
   extend: boolean
   replace: boolean
   delayMs: number | null
+  /** runAt in epoch ms; the statements turn it into a delay on the database clock (_delay_until). */
+  runAtMs: number | null
   priority: number | null
   attempts: number | null
   backoff: Backoff | null
@@ -101,12 +115,15 @@ export function toAddRequest(
     extend: false,
     replace: false,
     delayMs: opts.delay === undefined ? null : checkInteger(opts.delay, `${at}opts.delay`, 0, MAX_DURATION_MS),
+    runAtMs: opts.runAt === undefined ? null : checkRunAt(opts.runAt, `${at}opts.runAt`),
     priority: opts.priority === undefined ? null : checkInteger(opts.priority, `${at}opts.priority`, 0),
     attempts: opts.attempts === undefined ? null : checkInteger(opts.attempts, `${at}opts.attempts`, 1),
     backoff: opts.backoff === undefined ? null : checkBackoff(opts.backoff, `${at}opts.backoff`),
     dependsOn: null,
     traceContext: null,
   }
+  if (req.delayMs !== null && req.runAtMs !== null)
+    fail('CONFLICTING_OPTIONS', `${at}opts.runAt`, 'give delay or runAt, not both')
   if (opts.deduplication !== undefined) {
     const f = `${at}opts.deduplication`
     if (!isPlainObject(opts.deduplication)) fail('INVALID_TYPE', f, 'must be a plain object')
@@ -126,9 +143,12 @@ export function toAddRequest(
   return req
 }
 
-/** True when the add needs no decision: no jobId, key or dependency (sql/add-plain-jobs.sql takes a batch of them). */
+/**
+ * True when the add needs no decision: no jobId, key or dependency (sql/add-plain-jobs.sql takes a batch of them).
+ * A runAt goes through add_job() too: the plain statements answer a due time the client computes from the delay.
+ */
 export function isPlain(r: AddRequest): boolean {
-  return r.jobId === null && r.dedupId === null && r.dependsOn === null
+  return r.jobId === null && r.dedupId === null && r.dependsOn === null && r.runAtMs === null
 }
 
 const BULK_ITEM_KEYS = ['name', 'data', 'opts'] as const
