@@ -44,6 +44,7 @@ import {
   resolveQueueOptions,
 } from './queue-options.js'
 import { removeDedupKey } from './dedup-key-removal.js'
+import { promoteDelayedJob } from './promote-job.js'
 import { retryFailedJob } from './retry-job.js'
 import {
   type JobScheduler,
@@ -207,11 +208,19 @@ export class Queue<Data = unknown> implements JobOwner {
   async retryJob(id: string, options?: WriteOptions): Promise<Job<Data>> {
     const { tx } = checkOptions<WriteOptions>(options, 'options', ['tx'])
     checkJobIdRef(id, 'id')
-    return new Job<Data>(
-      await retryFailedJob(await this.executor(tx, 'options.tx'), this.schema, this.name, id),
-      null,
-      this,
-    )
+    const row = await retryFailedJob(await this.executor(tx, 'options.tx'), this.schema, this.name, id)
+    return new Job<Data>(row, null, this)
+  }
+
+  /**
+   * Makes a delayed job of this queue due now ('waiting'; a worker takes it at once, woken by a NOTIFY). Throws
+   * `PromoteJobError` (nothing changed) when there is no such job (`NOT_FOUND`) or it is not delayed (`NOT_DELAYED`).
+   */
+  async promoteJob(id: string, options?: WriteOptions): Promise<Job<Data>> {
+    const { tx } = checkOptions<WriteOptions>(options, 'options', ['tx'])
+    checkJobIdRef(id, 'id')
+    const row = await promoteDelayedJob(await this.executor(tx, 'options.tx'), this.schema, this.name, id)
+    return new Job<Data>(row, null, this)
   }
 
   /**

@@ -42,12 +42,12 @@ async function jobCount(): Promise<number> {
 describe('runAt', () => {
   it('does not start a job before its runAt by the database clock', async () => {
     const q = new Queue('run-at-worker', { connectionString: db.url, schema: db.schema, migrate: false })
+    // Polling once a minute: only its due timer can start the job on time.
+    const sleepy = { pollIntervalMs: 60_000, maintenanceIntervalMs: 0, migrate: false }
     const worker = new Worker('run-at-worker', async () => {}, {
       connectionString: db.url,
       schema: db.schema,
-      pollIntervalMs: 60_000,
-      maintenanceIntervalMs: 0,
-      migrate: false,
+      ...sleepy,
     })
     try {
       await worker.run()

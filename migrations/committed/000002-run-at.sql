@@ -1,8 +1,8 @@
 --! Previous: sha1:7df7df0a9c608cadfe93e4aaf5511697b0c7e5ae
---! Hash: sha1:16481aac1dc49ab4a92e8ff3affac1eb9a0345c0
+--! Hash: sha1:d9c083a117c1a809e0d9e08fbd22636953f1f9ec
 --! Message: run-at
 
--- An absolute due time (runAt) beside a delay (docs/workers.md#delayed-jobs-and-runat).
+-- An absolute due time (runAt) beside a delay (docs/workers.md#delayed-jobs-runat-and-promotejob).
 
 -- The delay, in whole ms from now() (the database clock), after which a job added now is due at p_run_at: a time in
 -- the past is a delay of 0 (due now). Rounded up, so that _due_at() of it is never before p_run_at. Every add path

@@ -1,9 +1,10 @@
-// `pgonce jobs list|show|retry|cancel|remove`: one queue's jobs, through the Queue API.
+// `pgonce jobs list|show|retry|promote|cancel|remove`: one queue's jobs, through the Queue API.
 
 import type { Command } from 'commander'
 import { type Job, JOB_STATES, type JobState } from '../job.js'
 import type { Queue } from '../queue.js'
 import { RemoveJobError } from '../queue-control.js'
+import { PromoteJobError } from '../promote-job.js'
 import { type RetryJobCode, RetryJobError } from '../retry-job.js'
 import { jsonOption, parseInteger, parseJobId, parseStates, queueOption } from './args.js'
 import { itemCommand, withDb } from './connect.js'
@@ -68,7 +69,7 @@ interface ListOpts {
 }
 
 export function registerJobs(program: Command): void {
-  const jobs = program.command('jobs').description('list, show, retry, cancel or remove the jobs of a queue')
+  const jobs = program.command('jobs').description('list, show, retry, promote, cancel or remove the jobs of a queue')
 
   jobs
     .command('list')
@@ -111,6 +112,13 @@ export function registerJobs(program: Command): void {
     const result = await retryOne(queue, id)
     if (!result.retried) throw failure(`${result.message} (${result.code})`)
     emit(opts.json, result, () => `job ${id}: retried\n`)
+  })
+
+  itemCommand(jobs, 'promote', 'make a delayed job due now', ID, async (queue, id, opts) => {
+    await queue.promoteJob(id).catch((err: unknown) => {
+      throw err instanceof PromoteJobError ? failure(`${err.message} (${err.code})`) : err
+    })
+    emit(opts.json, { id, promoted: true }, () => `job ${id}: promoted\n`)
   })
 
   itemCommand(jobs, 'cancel', 'cancel a pending job, or ask a running one to stop', ID, async (queue, id, opts) => {
