@@ -2,7 +2,9 @@
 //
 // Entry points: queue.add, queue.add({ tx }) in a transaction that commits or rolls back, queue.addBulk (also in a
 // transaction), add_job() (raising, and with raise_rejection => false) and add_jobs(), through
-// test/helpers/admission-sql.ts; every batch is its items one after another, whatever the path. Between adds, owners
+// test/helpers/admission-sql.ts; every batch is its items one after another, whatever the path. An add may give a
+// runAt already past instead of a delay, which takes add_job() rather than the plain statements and is due now as
+// delay 0 is (a future runAt's delay depends on the clock: test/queue.run-at.test.ts). Between adds, owners
 // and parents move along through test/helpers/owner-transitions.ts: claimed (to active), completed
 // (sql/complete-jobs.sql), failed (sql/fail-job.sql), cancelled or finished by an
 // operator's UPDATE, key expired or removed, row deleted by hand; each end releases a no-TTL key and promotes or fails

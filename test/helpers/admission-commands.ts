@@ -55,6 +55,8 @@ export interface AddSpec {
   jobId?: string
   dedup?: ModelDedup
   delay?: number
+  /** runAt an instant already past (due now, as delay 0), never with delay. */
+  runAtPast?: true
   priority?: number
   attempts?: number
   deps?: DepPick[]
@@ -86,6 +88,7 @@ export const addSpecArb: fc.Arbitrary<AddSpec> = fc
     jobId: maybe(fc.constantFrom(...JOB_IDS), 4),
     dedup: maybe(dedupArb, 6),
     delay: maybe(fc.constantFrom(0, LONG_DELAY), 2),
+    runAtPast: maybe(fc.constant(true as const), 2),
     priority: maybe(fc.constantFrom(0, 3), 2),
     attempts: maybe(fc.constantFrom(1, 2), 2),
     deps: maybe(
@@ -106,6 +109,7 @@ export const addSpecArb: fc.Arbitrary<AddSpec> = fc
     for (const k of ['jobId', 'dedup', 'delay', 'priority', 'attempts', 'deps'] as const) {
       if (r[k] !== undefined) Object.assign(spec, { [k]: r[k] })
     }
+    if (r.runAtPast !== undefined && r.delay === undefined) spec.runAtPast = true
     return spec
   })
 
@@ -122,6 +126,7 @@ function describeSpec(s: AddSpec | ModelAdd): string {
     parts.push(`key:${s.dedup.id}${flags.length === 0 ? '' : `(${flags.join(',')})`}`)
   }
   if (s.delay !== undefined) parts.push(`delay:${s.delay}`)
+  if (s.runAtPast) parts.push('runAt:past')
   if (s.priority !== undefined) parts.push(`priority:${s.priority}`)
   if (s.attempts !== undefined) parts.push(`attempts:${s.attempts}`)
   const deps =

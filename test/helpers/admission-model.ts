@@ -56,6 +56,8 @@ export interface ModelAdd {
   jobId?: string
   dedup?: ModelDedup
   delay?: number
+  /** runAt an instant already past: due now, as delay 0 (the insert below needs no case of its own). */
+  runAtPast?: true
   priority?: number
   attempts?: number
   dependsOn?: DepTarget[]

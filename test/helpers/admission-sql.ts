@@ -37,6 +37,8 @@ export interface SqlAddArgs {
   dedupExtend?: boolean
   dedupReplace?: boolean
   delayMs?: number
+  /** run_at, a timestamptz literal. */
+  runAt?: string
   priority?: number
   maxAttempts?: number
   dependsOn?: string[]
@@ -54,6 +56,8 @@ export interface SqlBulkItem {
   extend?: boolean
   replace?: boolean
   delayMs?: number
+  /** Epoch ms. */
+  runAt?: number
   priority?: number
   attempts?: number
   dependsOn?: string[]
@@ -94,6 +98,7 @@ export async function sqlAddJob(db: SqlRunner, schema: string, a: SqlAddArgs): P
   opt('dedup_extend', a.dedupExtend, 'boolean')
   opt('dedup_replace', a.dedupReplace, 'boolean')
   opt('delay_ms', a.delayMs, 'bigint')
+  opt('run_at', a.runAt, 'timestamptz')
   opt('priority', a.priority, 'integer')
   opt('max_attempts', a.maxAttempts, 'integer')
   opt('depends_on', a.dependsOn, 'bigint[]')

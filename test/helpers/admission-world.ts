@@ -18,6 +18,9 @@ import { type SqlAdmission, type SqlBulkItem, type SqlRunner, sqlAddJob, sqlAddJ
 
 /** A job id that no job will ever have (the sequence of a test schema never gets near it). */
 const MISSING_JOB_ID = '999999999999'
+/** A runAt long past, as each path takes it: a timestamptz for add_job(), epoch ms for the others. */
+const PAST = '2001-01-01T00:00:00Z'
+const PAST_MS = Date.parse(PAST)
 
 export interface RealJob {
   outcome: string | null
@@ -142,6 +145,7 @@ export class World {
       dedupExtend: req.dedup?.extend,
       dedupReplace: req.dedup?.replace,
       delayMs: req.delay,
+      runAt: req.runAtPast ? PAST : undefined,
       priority: req.priority,
       maxAttempts: req.attempts,
       dependsOn: this.dependsOn(req),
@@ -161,6 +165,7 @@ export class World {
         extend: r.dedup?.extend,
         replace: r.dedup?.replace,
         delayMs: r.delay,
+        runAt: r.runAtPast ? PAST_MS : undefined,
         priority: r.priority,
         attempts: r.attempts,
         dependsOn: this.dependsOn(r),
@@ -412,6 +417,7 @@ export class World {
       jobId: this.jobIdOf(r),
       deduplication: r.dedup === undefined ? undefined : definedOnly({ ...r.dedup }),
       delay: r.delay,
+      runAt: r.runAtPast ? PAST_MS : undefined,
       priority: r.priority,
       attempts: r.attempts,
       dependsOn: this.dependsOn(r),
