@@ -1,11 +1,14 @@
-// runAt: a job added for an instant is due then by the database clock (add, addBulk, add_job(), add_jobs()); a past
+// runAt: a job added for an instant is due then by the database clock (add, addBulk, add_job(), add_jobs(), keyed adds
+// with and without Redis); a past
 // instant is due now; runAt with delay, or a runAt that names no instant, is refused before anything is written.
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { Queue, ValidationError, Worker } from '../src/index.js'
 import { type TestSchema, freshSchema } from './helpers/schema.js'
 import { waitForState } from './helpers/jobs.js'
+import { REDIS_URL, deleteSchemaKeys, redisAvailable, testClient } from './helpers/redis-support.js'
 
+const redisOk = await redisAvailable('queue.run-at.test.ts')
 let db: TestSchema
 let queue: Queue
 
@@ -105,6 +108,38 @@ describe('runAt', () => {
     }
     expect((await row(jobs[2]!.id)).run_at_ms - (await row(jobs[2]!.id)).created_at_ms).toBe(1_000)
     expect((await row(jobs[3]!.id)).state).toBe('waiting')
+  })
+
+  it('is honoured by a keyed add that replaces (sql/add-job-ending.sql)', async () => {
+    const at = Math.round(await dbNowMs()) + 600_000
+    await queue.add('k', {}, { deduplication: { id: 'run-at-ending' } })
+    const job = await queue.add('k', {}, { runAt: at, deduplication: { id: 'run-at-ending', replace: true } })
+    expect(job.outcome).toBe('replaced')
+    const r = await row(job.id)
+    expect(r.state).toBe('delayed')
+    expect(r.run_at_ms - at).toBeGreaterThanOrEqual(0)
+    expect(r.run_at_ms - at).toBeLessThanOrEqual(1)
+  })
+
+  it.runIf(redisOk)('is honoured by a keyed add through the Redis layer (sql/add-job-cached.sql)', async () => {
+    const cached = new Queue('run-at', { connectionString: db.url, schema: db.schema, redis: REDIS_URL })
+    const client = testClient(REDIS_URL as string)
+    try {
+      const at = Math.round(await dbNowMs()) + 600_000
+      const job = await cached.add(
+        'k',
+        {},
+        { runAt: new Date(at), deduplication: { id: 'run-at-cached', ttl: 60_000 } },
+      )
+      const r = await row(job.id)
+      expect(r.state).toBe('delayed')
+      expect(r.run_at_ms - at).toBeGreaterThanOrEqual(0)
+      expect(r.run_at_ms - at).toBeLessThanOrEqual(1)
+    } finally {
+      await cached.close()
+      await deleteSchemaKeys(client, db.schema)
+      client.disconnect()
+    }
   })
 
   it('is honoured by add_job() and add_jobs(), which refuse it beside a delay', async () => {
