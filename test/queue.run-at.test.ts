@@ -1,6 +1,6 @@
 // runAt: a job added for an instant is due then by the database clock (add, addBulk, add_job(), add_jobs(), keyed adds
-// with and without Redis); a past
-// instant is due now; runAt with delay, or a runAt that names no instant, is refused before anything is written.
+// with and without Redis); a past instant is due now; runAt with delay, or a runAt that names no instant, is refused
+// before anything is written.
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { Queue, ValidationError, Worker } from '../src/index.js'
