@@ -135,7 +135,7 @@ export class EpochListener {
 
   private async connect(): Promise<void> {
     if (this.stopped) return
-    // A statement of this session that takes longer (a frozen backend) fails, and the session is replaced.
+    // A statement of the listener's session that takes longer (a frozen backend) fails, and the session is replaced.
     const client = new PgonceClient({ ...this.config, query_timeout: QUERY_TIMEOUT_MS })
     // Every connection pgonce opens has an 'error' listener for its whole life.
     client.on('error', (err) => this.lost(client, err))
@@ -325,7 +325,7 @@ export class EpochListener {
         BACKGROUND_TIMEOUT_MS,
       )
       this.syncedNow = this.client === client
-      // Every bump committed before `sent` is in what was read, and the later ones come by NOTIFY on this session.
+      // Every bump committed before `sent` is in what was read, and the later ones come by NOTIFY on the listener's session.
       if (this.syncedNow) this.lease.synced(client, sent)
       return
     }
