@@ -1,5 +1,5 @@
 --! Previous: -
---! Hash: sha1:7df7df0a9c608cadfe93e4aaf5511697b0c7e5ae
+--! Hash: sha1:cdff29878e2aefe91c1e4182e02c3eb9c8ef2b5f
 --! Message: baseline
 
 -- pgonce's schema, whole, in reading order: the types, the tables (with their autovacuum settings), the rules every
@@ -306,6 +306,15 @@ $$;
 create function :PGONCE_SCHEMA._due_at(p_delay_ms bigint) returns timestamptz
 language sql stable parallel safe as $$
   select now() + make_interval(secs => coalesce(p_delay_ms, 0) / 1000.0)
+$$;
+
+-- The delay, in whole ms from now() (the database clock), after which a job added now is due at p_run_at: a time in
+-- the past is a delay of 0 (due now). Rounded up, so that _due_at() of it is never before p_run_at. Every add path
+-- turns a runAt into a delay with it, so that _new_job_state() and _due_at() stay the one rule for a new job.
+create function :PGONCE_SCHEMA._delay_until(p_run_at timestamptz) returns bigint
+language sql stable parallel safe as $$
+  select case when p_run_at is null then null
+              else greatest(0, ceil(extract(epoch from (p_run_at - now())) * 1000))::bigint end
 $$;
 
 -- Retention for a queue that sets none: completed and cancelled jobs 24 hours, failed jobs (the dead-letter set) 7
@@ -847,19 +856,24 @@ $$;
 
 -- Adds one job with the rules of docs/deduplication.md: the SQL face of queue.add, for triggers, psql and any client.
 -- A rejection (error EXTEND_NOT_PENDING, REPLACE_HAS_DEPENDENTS, DEPENDENCY_NOT_FOUND) writes nothing; it raises
--- SQLSTATE PO001 unless raise_rejection is false, in which case it comes back in the error column.
+-- SQLSTATE PO001 unless raise_rejection is false, in which case it comes back in the error column. run_at is an
+-- absolute due time instead of delay_ms (both: SQLSTATE 22023).
 create function :PGONCE_SCHEMA.add_job(
   queue text, name text, data jsonb default '{}'::jsonb, job_id text default null,
   dedup_id text default null, dedup_ttl_ms bigint default null,
   dedup_extend boolean default false, dedup_replace boolean default false,
   delay_ms bigint default null, priority integer default null,
   max_attempts integer default null, backoff jsonb default null,
-  depends_on bigint[] default null, raise_rejection boolean default true, trace_context text default null
+  depends_on bigint[] default null, raise_rejection boolean default true, trace_context text default null,
+  run_at timestamptz default null
 ) returns :PGONCE_SCHEMA.admission
 language plpgsql volatile as $$
 declare
   v_answer :PGONCE_SCHEMA.admission;
 begin
+  if $9 is not null and $16 is not null then
+    raise exception 'pgonce: give delay_ms or run_at, not both' using errcode = '22023';
+  end if;
   -- One item needs no savepoint; only an extend, a replace or a dependency takes locks first. A plain item goes
   -- through _admit_one() too: with no jobId, key or dependency it is its INSERT alone.
   if coalesce($7, false) or coalesce($8, false) or $13 is not null then
@@ -867,7 +881,7 @@ begin
       array[coalesce($8, false)], array[$13::text]);
   end if;
   select 1, a.outcome, a.error, a.job into v_answer from :PGONCE_SCHEMA._admit_one($1, $2, $3, $4, $5, $6,
-    coalesce($7, false), coalesce($8, false), $9, $10, $11, $12, $13, $15) a;
+    coalesce($7, false), coalesce($8, false), coalesce($9, :PGONCE_SCHEMA._delay_until($16)), $10, $11, $12, $13, $15) a;
   if v_answer.outcome in ('added', 'replaced') and :PGONCE_SCHEMA._is_queued((v_answer.job).state) then
     perform :PGONCE_SCHEMA._wake($1);
   end if;
@@ -883,10 +897,11 @@ end
 $$;
 
 -- addBulk from SQL: items is a jsonb array of objects with keys name, data, jobId, dedupId, dedupTtlMs, extend,
--- replace, delayMs, priority, attempts, backoff, dependsOn (an array of job ids). An item that is not an object, or
--- has any other key (a typo must never drop a guarantee silently), is refused with SQLSTATE 22023 and nothing is
--- added. All or nothing, as _add_jobs: a rejected item raises PO001 (detail: its error), unless raise_rejection is
--- false, in which case it comes back as the only row.
+-- replace, delayMs, runAt (a timestamptz string, or epoch ms), priority, attempts, backoff, dependsOn (an array of
+-- job ids). An item that is not an object, has any other key (a typo must never drop a guarantee silently), or has
+-- both delayMs and runAt, is refused with SQLSTATE 22023 and nothing is added. All or nothing, as _add_jobs: a
+-- rejected item raises PO001 (detail: its error), unless raise_rejection is false, in which case it comes back as the
+-- only row.
 create function :PGONCE_SCHEMA.add_jobs(queue text, items jsonb, raise_rejection boolean default true)
 returns setof :PGONCE_SCHEMA.admission
 language plpgsql volatile as $$
@@ -896,18 +911,26 @@ declare
 begin
   select e into v_bad from jsonb_array_elements(items) e
   where jsonb_typeof(e) <> 'object'
-     or e - '{name,data,jobId,dedupId,dedupTtlMs,extend,replace,delayMs,priority,attempts,backoff,dependsOn}'::text[] <> '{}'::jsonb
+     or e - '{name,data,jobId,dedupId,dedupTtlMs,extend,replace,delayMs,runAt,priority,attempts,backoff,dependsOn}'::text[] <> '{}'::jsonb
   limit 1;
   if found then
-    raise exception 'pgonce: add_jobs() items are objects with the keys name, data, jobId, dedupId, dedupTtlMs, extend, replace, delayMs, priority, attempts, backoff, dependsOn (item: %)',
+    raise exception 'pgonce: add_jobs() items are objects with the keys name, data, jobId, dedupId, dedupTtlMs, extend, replace, delayMs, runAt, priority, attempts, backoff, dependsOn (item: %)',
       left(v_bad::text, 200) using errcode = '22023';
+  end if;
+  select e into v_bad from jsonb_array_elements(items) e where e ? 'delayMs' and e ? 'runAt' limit 1;
+  if found then
+    raise exception 'pgonce: add_jobs() items give delayMs or runAt, not both (item: %)', left(v_bad::text, 200)
+      using errcode = '22023';
   end if;
   for v_answer in
     select a.* from (
       select array_agg(e->>'name' order by o) n, array_agg(e->'data' order by o) d, array_agg(e->>'jobId' order by o) j,
         array_agg(e->>'dedupId' order by o) k, array_agg((e->>'dedupTtlMs')::bigint order by o) t,
         array_agg((e->>'extend')::boolean order by o) x, array_agg((e->>'replace')::boolean order by o) r,
-        array_agg((e->>'delayMs')::bigint order by o) dl, array_agg((e->>'priority')::integer order by o) p,
+        array_agg(coalesce((e->>'delayMs')::bigint, :PGONCE_SCHEMA._delay_until(case jsonb_typeof(e->'runAt')
+            when 'number' then to_timestamp((e->>'runAt')::float8 / 1000) else (e->>'runAt')::timestamptz end))
+          order by o) dl,
+        array_agg((e->>'priority')::integer order by o) p,
         array_agg((e->>'attempts')::integer order by o) at, array_agg(e->'backoff' order by o) b,
         array_agg(case when e ? 'dependsOn' then translate((e->'dependsOn')::text, '[]"', '{}') end order by o) dep
       from jsonb_array_elements(items) with ordinality e(e, o)

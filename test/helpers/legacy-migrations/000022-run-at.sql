@@ -1,5 +1,5 @@
---! Previous: sha1:7df7df0a9c608cadfe93e4aaf5511697b0c7e5ae
---! Hash: sha1:d9c083a117c1a809e0d9e08fbd22636953f1f9ec
+--! Previous: sha1:d06942a5117fb0c46069f3471a0ca0947dce71c9
+--! Hash: sha1:e704afc14ba435d4843ed4cd98f1faf47d5c8a1a
 --! Message: run-at
 
 -- An absolute due time (runAt) beside a delay (docs/workers.md#delayed-jobs-runat-and-promotejob).
