@@ -307,7 +307,7 @@ async function runHarness(): Promise<void> {
             `select pid from pg_stat_activity where datname = current_database() and (application_name = any($1)
              or (application_name like 'pgonce-listener %' and substring(application_name from ':(\\d+):[0-9a-f]+$')::int = any($2))
              or application_name like $3)`,
-            [[workerApp, producerApp], pids, CHAOS_REDIS ? cacheListenerPattern(schema) : ''],
+            [[workerApp, producerApp], pids, CHAOS_REDIS ? cacheListenerPattern(schema) : null],
           )
           .catch(() => ({ rows: [] as { pid: number }[] }))
         for (let n = randomInt(1, 4); n > 0 && rows.length > 0; n--) {
