@@ -3,6 +3,8 @@
 -- $8 id; the head of the queue is (-2147483648, year -1199, 0)), and starts them: 'active', attempt counted,
 -- started_at set, a lease of $3 ms. A worker claims only what it starts (docs/workers.md, "Fetching"). A paused
 -- queue gives nothing.
+-- A job's run times out at timeout_at: started_at plus its timeout_ms, else the worker's timeoutMs ($9, null: none); the
+-- lease never outlasts it (docs/workers.md#timeouts).
 -- Lock tokens: the worker chooses their first 8 bytes ($5, 'xxxxxxxx-xxxx-xxxx-') before it sends the claim, the job
 -- id gives the last 8 (unique per job and claim, which is all the fence needs). A worker whose claim's answer was lost
 -- can so give back what the claim took (sql/release-lost-claim.sql) without knowing the jobs.
@@ -32,12 +34,14 @@ with picked as materialized (
   update :PGONCE_SCHEMA.jobs j
   set state = 'active', attempts = j.attempts + 1, started_at = now(),
       lock_token = ($5::text || overlay(lpad(to_hex(j.id), 16, '0') placing '-' from 5 for 0))::uuid,
-      locked_until = now() + make_interval(secs => $3::bigint / 1000.0),
+      timeout_at = now() + make_interval(secs => coalesce(j.timeout_ms, $9::integer) / 1000.0),
+      locked_until = least(now() + make_interval(secs => $3::bigint / 1000.0),
+        now() + make_interval(secs => coalesce(j.timeout_ms, $9::integer) / 1000.0)),
       locked_by = $4
   where j.ctid = any((select p.ctids from picked p)::tid[]) and set_config('synchronous_commit', 'off', true) is not null
     and :PGONCE_SCHEMA._keep_index(j.id)
   returning j.*
 )
-select x.*, (extract(epoch from c.run_at) * 1000000)::bigint::text as run_at_us
+select x.*, (extract(epoch from c.run_at) * 1000000)::bigint::text as run_at_us, c.timeout_ms
 from claimed c, lateral :PGONCE_SCHEMA._as_claimed(cast(row(c.*) as :PGONCE_SCHEMA.jobs)) x
 order by x.priority, x.run_at_ms, x.id

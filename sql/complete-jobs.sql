@@ -1,7 +1,9 @@
 -- Completes jobs whose handlers returned ($1 ids, $2 lock tokens, $3 results as JSON text), fenced by state and lock
 -- token: 'completed', or 'cancelled' when cancellation was requested meanwhile. One row per job changed; a job missing
--- from the answer lost its lease. The row keeps the run's token (sql/outcome-recorded.sql); what follows a job's end
--- (its no-TTL key released, its dependents promoted or failed) is the jobs_finished trigger's. Each job is found by
+-- from the answer lost its lease, or ran past its timeout_at: a completion after the deadline is refused whatever the
+-- worker believes (a frozen or busy process), as a lost lease's is. The row keeps the run's token
+-- (sql/outcome-recorded.sql); what follows a job's end (its no-TTL key released, its dependents promoted or failed) is
+-- the jobs_finished trigger's. Each job is found by
 -- primary key: "state || ''" keeps any plan from driving the update from the jobs_leases partial index, whose row
 -- estimate (the leases at the last ANALYZE) is often far too small. A plain statement rather than a plpgsql function:
 -- the function's RETURN QUERY cost ~1.2-2 µs a job of server time (bench/DECISIONS.md, "Statement and schema forms").
@@ -10,5 +12,6 @@ update :PGONCE_SCHEMA.jobs j
 set state = case when j.cancel_requested_at is null then 'completed' else 'cancelled' end,
     result = i.result::jsonb, finished_at = now(), locked_until = null
 from unnest($1::bigint[], $2::uuid[], $3::text[]) as i(id, token, result)
-where j.id = i.id and j.state || '' = 'active' and j.lock_token = i.token and :PGONCE_SCHEMA._keep_index(j.id)
+where j.id = i.id and j.state || '' = 'active' and j.lock_token = i.token
+  and (j.timeout_at is null or now() < j.timeout_at) and :PGONCE_SCHEMA._keep_index(j.id)
 returning j.lock_token as token, j.state, j.attempts

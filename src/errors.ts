@@ -198,6 +198,22 @@ export class JobCancelledError extends Error {
 }
 
 /**
+ * The run went past its timeout (the job's `timeoutMs`, else the Worker's): `ctx.signal` aborts with it, and the attempt
+ * fails with it (retried after the job's backoff, or failed after the last attempt). Whatever the handler does after,
+ * its job's completion is refused (docs/workers.md#timeouts).
+ */
+export class JobTimeoutError extends Error {
+  override readonly name = 'JobTimeoutError'
+  constructor(
+    readonly jobId: string,
+    /** The run's timeout, in ms. */
+    readonly timeoutMs: number,
+  ) {
+    super(`pgonce: job ${jobId} timed out after ${timeoutMs} ms`)
+  }
+}
+
+/**
  * Throw it from a handler to put the job back in the queue for `delayMs` without using up an attempt (e.g. the work is
  * running elsewhere). The worker does the same when `ctx.runOnce` finds the key `duplicate-running`. Unbounded by
  * `attempts`: use it for conditions that clear by themselves.

@@ -13,6 +13,7 @@ export {
   LeaseLostError,
   QueryTimeoutError,
   JobCancelledError,
+  JobTimeoutError,
   SchemaNewerError,
 } from './errors.js'
 export { SchemaHistoryError } from './errors.js'

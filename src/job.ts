@@ -55,6 +55,8 @@ export interface JobRow {
   result?: unknown
   progress?: unknown
   cancel_requested_at?: Date | null
+  /** The job's own timeout in ms (null: the worker's, if any). */
+  timeout_ms?: number | null
 }
 
 /** What a Job needs from its queue. */
@@ -96,6 +98,8 @@ export class Job<Data = unknown> {
   readonly progress: unknown
   /** Set when `queue.cancelJob` asked a running job to stop. */
   readonly cancelRequestedAt: Date | null
+  /** How long one run may take, in ms, as added (`timeoutMs`); null: the worker's `timeoutMs` applies, if any. */
+  readonly timeoutMs: number | null
   /** The dedup key this job was added with. */
   readonly deduplicationId: string | null
   /** Message of the last failure. */
@@ -126,6 +130,7 @@ export class Job<Data = unknown> {
     this.result = row.result ?? null
     this.progress = row.progress ?? null
     this.cancelRequestedAt = row.cancel_requested_at ?? null
+    this.timeoutMs = row.timeout_ms ?? null
     this.deduplicationId = row.dedup_key
     this.failedReason = row.last_error
     this.stacktrace = row.error_stack
@@ -162,6 +167,7 @@ export class Job<Data = unknown> {
       result: this.result,
       progress: this.progress,
       cancelRequestedAt: this.cancelRequestedAt,
+      timeoutMs: this.timeoutMs,
       deduplicationId: this.deduplicationId,
       failedReason: this.failedReason,
       stacktrace: this.stacktrace,

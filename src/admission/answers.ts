@@ -86,6 +86,7 @@ function insertedRow(
     result: null,
     progress: null,
     cancel_requested_at: null,
+    timeout_ms: req.timeoutMs,
   }
 }
 

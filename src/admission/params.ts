@@ -22,12 +22,13 @@ export function addJobParams(queue: string, r: AddRequest): unknown[] {
     r.dependsOn,
     r.traceContext,
     r.runAtMs,
+    r.timeoutMs,
   ]
 }
 
 /** sql/add-plain-job.sql: one plain add. */
 export function addPlainJobParams(queue: string, r: AddRequest): unknown[] {
-  return [queue, r.name, r.dataJson, r.delayMs, r.priority, r.attempts, backoffJson(r), r.traceContext]
+  return [queue, r.name, r.dataJson, r.delayMs, r.priority, r.attempts, backoffJson(r), r.traceContext, r.timeoutMs]
 }
 
 /**
@@ -44,6 +45,7 @@ export function addPlainJobsParams(queue: string, reqs: readonly AddRequest[]): 
   const attempts = new Array<number | null>(n)
   const backoffs = new Array<string | null>(n)
   const traces = new Array<string | null>(n)
+  const timeouts = new Array<number | null>(n)
   for (let i = 0; i < n; i++) {
     const r = reqs[i] as AddRequest
     names[i] = r.name
@@ -53,6 +55,7 @@ export function addPlainJobsParams(queue: string, reqs: readonly AddRequest[]): 
     attempts[i] = r.attempts
     backoffs[i] = backoffJson(r)
     traces[i] = r.traceContext
+    timeouts[i] = r.timeoutMs
   }
   return [
     queue,
@@ -63,6 +66,7 @@ export function addPlainJobsParams(queue: string, reqs: readonly AddRequest[]): 
     unlessAllNull(attempts),
     unlessAllNull(backoffs),
     unlessAllNull(traces),
+    unlessAllNull(timeouts),
   ]
 }
 
@@ -90,5 +94,6 @@ export function addJobsParams(queue: string, reqs: readonly AddRequest[]): unkno
     pick((r) => (r.dependsOn === null ? null : `{${r.dependsOn.join(',')}}`)),
     pick((r) => r.traceContext),
     pick((r) => r.runAtMs),
+    pick((r) => r.timeoutMs),
   ]
 }

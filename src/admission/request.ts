@@ -13,6 +13,7 @@ import {
   serializeData,
 } from '../validate.js'
 import { checkRunAt } from './run-at.js'
+import { MAX_TIMER_MS } from '../db/connection.js'
 
 /** Enqueue-side deduplication by key (docs/deduplication.md). */
 export interface DeduplicationOptions {
@@ -36,6 +37,12 @@ export interface JobOptions {
   runAt?: Date | string | number
   /** Lower runs first; 0 is the highest. (Default: 0) */
   priority?: number
+  /**
+   * How long one run may take, in ms, by the database clock from its start: past it, `ctx.signal` aborts with
+   * `JobTimeoutError`, the attempt fails, and the handler can no longer complete the job (docs/workers.md#timeouts).
+   * (Default: the Worker's `timeoutMs`, else none)
+   */
+  timeoutMs?: number
   /** Runs in all, including the first. (Default: 1) */
   attempts?: number
   /** Delay between attempts: ms (fixed) or `{ type, delay, jitter }`. (Default: none, retry at once) */
@@ -49,6 +56,7 @@ export const JOB_OPTION_KEYS = [
   'deduplication',
   'delay',
   'runAt',
+  'timeoutMs',
   'priority',
   'attempts',
   'backoff',
@@ -69,6 +77,8 @@ export interface AddRequest {
   delayMs: number | null
   /** runAt in epoch ms; the statements turn it into a delay on the database clock (_delay_until). */
   runAtMs: number | null
+  /** How long one run may take, in ms (jobs.timeout_ms). */
+  timeoutMs: number | null
   priority: number | null
   attempts: number | null
   backoff: Backoff | null
@@ -116,6 +126,8 @@ export function toAddRequest(
     replace: false,
     delayMs: opts.delay === undefined ? null : checkInteger(opts.delay, `${at}opts.delay`, 0, MAX_DURATION_MS),
     runAtMs: opts.runAt === undefined ? null : checkRunAt(opts.runAt, `${at}opts.runAt`),
+    timeoutMs:
+      opts.timeoutMs === undefined ? null : checkInteger(opts.timeoutMs, `${at}opts.timeoutMs`, 1, MAX_TIMER_MS),
     priority: opts.priority === undefined ? null : checkInteger(opts.priority, `${at}opts.priority`, 0),
     attempts: opts.attempts === undefined ? null : checkInteger(opts.attempts, `${at}opts.attempts`, 1),
     backoff: opts.backoff === undefined ? null : checkBackoff(opts.backoff, `${at}opts.backoff`),

@@ -64,8 +64,13 @@ export class Completer<Data, Result> {
     if (h.retryLaterMs !== null) return this.releaseLater(h, h.retryLaterMs)
     if (h.lost) return this.leaseLost(h, 'its handler returned')
     const end = await this.complete({ id: h.id, token: h.token, resultJson: resultJson(result, this.logger, h.id) })
-    if (end !== null) this.ended(h, end, result)
-    else if (!this.stopped) this.leaseLost(h, 'its handler returned')
+    if (end !== null) return this.ended(h, end, result)
+    if (this.stopped) return
+    // Refused as past the run's deadline (the handler returned just before it, the completion reached the database
+    // after): the attempt failed by timeout, recorded as the timer would have.
+    const timedOut = h.pastDeadline()
+    if (timedOut !== null) return this.threw(h, timedOut)
+    this.leaseLost(h, 'its handler returned')
   }
 
   /** The handler threw `err`. */

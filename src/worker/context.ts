@@ -3,7 +3,7 @@
 import type pg from 'pg'
 import { inTransaction, isConnectionError } from '../db/checkout.js'
 import type { Effects, RunOnceOptions } from '../effects.js'
-import { JobCancelledError, LeaseLostError, RetryLaterError } from '../errors.js'
+import { JobCancelledError, JobTimeoutError, LeaseLostError, RetryLaterError } from '../errors.js'
 import type { Job } from '../job.js'
 import type { Logger } from '../logger.js'
 import { checkText, fail, serializeData } from '../validate.js'
@@ -13,7 +13,8 @@ import type { ClaimedRow, JobStore } from './job-store.js'
 export interface JobContext {
   /**
    * Aborts when the lease is lost (reason: `LeaseLostError`), when `queue.cancelJob` cancels the job
-   * (`JobCancelledError`), or when `close()` stops waiting for the handler.
+   * (`JobCancelledError`), when the run reaches its timeout (`JobTimeoutError`), or when `close()` stops waiting for
+   * the handler.
    */
   readonly signal: AbortSignal
   /**
@@ -50,6 +51,8 @@ export interface ContextServices {
   effects: Effects
   retryLaterMs: number
   logger: Logger
+  /** The worker's timeoutMs, for jobs without their own; null: none. */
+  timeoutMs: number | null
 }
 
 /** Largest `ctx.updateProgress` value, in bytes of JSON. */
@@ -82,6 +85,15 @@ export class HeldJob<Data> implements JobContext {
   abandoned = false
   /** Set when a heartbeat learned that `queue.cancelJob` asked this job to stop. */
   cancelRequested = false
+  /** Set when the run reached its timeout: the attempt is failed with it, and what the handler does after is ignored. */
+  timedOut: JobTimeoutError | null = null
+  /** The run's timeout in ms (the job's, else the worker's), null without one. */
+  readonly timeoutMs: number | null
+  /**
+   * When the run times out by this process's monotonic clock (performance.now()): the claim was sent at `leaseFrom`,
+   * before the database's now() that started the run, so this is never after the database's deadline (timeout_at).
+   */
+  readonly deadline: number | null
   #controller: AbortController | undefined
   #abortReason: Error | undefined
   #runLogger: Logger | undefined
@@ -100,6 +112,14 @@ export class HeldJob<Data> implements JobContext {
     public leaseFrom: number,
   ) {
     this.#services = services
+    this.timeoutMs = row.timeout_ms ?? services.timeoutMs
+    this.deadline = this.timeoutMs === null ? null : leaseFrom + this.timeoutMs
+  }
+
+  /** The run's timeout error when it has reached its deadline by this process's clock (even with the timer not run yet: a blocked event loop), else null. */
+  pastDeadline(): JobTimeoutError | null {
+    if (this.timedOut !== null || this.deadline === null || performance.now() < this.deadline) return this.timedOut
+    return new JobTimeoutError(this.id, this.timeoutMs as number)
   }
 
   /** What a logger or JSON.stringify shows of `ctx`: the run it belongs to. */
@@ -170,6 +190,8 @@ export class HeldJob<Data> implements JobContext {
         `pgonce: ${what} after ctx.transaction completed job ${this.id}; put every write of the job before it, or inside it`,
       )
     }
+    const timedOut = this.pastDeadline()
+    if (timedOut !== null) throw timedOut
     if (this.lost) throw new LeaseLostError(this.id)
   }
 
@@ -187,7 +209,8 @@ export class HeldJob<Data> implements JobContext {
         const ended = (
           await store.complete([{ id: this.id, token: this.token, resultJson: resultJson(value, logger, this.id) }], tx)
         ).get(this.token)
-        if (ended === undefined) throw new LeaseLostError(this.id)
+        // Refused: the run passed its deadline (timeout_at), or the lease was taken over.
+        if (ended === undefined) throw this.pastDeadline() ?? new LeaseLostError(this.id)
         if (ended === 'cancelled') throw new JobCancelledError(this.id)
         pending.result = value
         this.completion = pending

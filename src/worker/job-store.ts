@@ -26,6 +26,8 @@ export interface ClaimedRow {
   trace_context: string | null
   run_at_ms: number
   created_at_ms: number
+  /** The job's own timeout in ms; null: the worker's timeoutMs, if any. */
+  timeout_ms: number | null
 }
 
 /** A row a claim returned: a claimed row and its run_at exactly, for the cursor. */
@@ -78,6 +80,7 @@ export function claimedToJobRow(r: ClaimedRow): JobRow {
     result: null,
     progress: r.progress,
     cancel_requested_at: null,
+    timeout_ms: r.timeout_ms,
   }
 }
 
@@ -101,6 +104,8 @@ export class JobStore {
     private readonly leaseMs: number,
     /** Named prepared statements; false behind a transaction-mode pooler (PgBouncer), which cannot keep them. */
     private readonly named: boolean,
+    /** The worker's timeoutMs, for the jobs without their own; null: none. */
+    private readonly timeoutMs: number | null = null,
   ) {}
 
   private run<R extends pg.QueryResultRow>(
@@ -121,7 +126,7 @@ export class JobStore {
 
   /**
    * Claims and starts up to `limit` due jobs after `from` in the fetch order (FOR UPDATE SKIP LOCKED), their lock
-   * tokens beginning with `tokenPrefix` (newTokenPrefix()).
+   * tokens beginning with `tokenPrefix` (newTokenPrefix()), each run's deadline set (timeout_at).
    */
   async claim(limit: number, from: ClaimCursor, tokenPrefix: string): Promise<FetchedRow[]> {
     const { rows } = await this.run<FetchedRow>('claim-jobs', [
@@ -133,6 +138,7 @@ export class JobStore {
       from.priority,
       from.runAtUs,
       from.id,
+      this.timeoutMs,
     ])
     return rows
   }

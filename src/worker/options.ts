@@ -22,6 +22,11 @@ export interface WorkerOptions extends ConnectionOptions {
   leaseMs?: number
   /** How often the leases of held jobs are extended, in ms; below `leaseMs`. (Default: `leaseMs / 3`) */
   heartbeatMs?: number
+  /**
+   * How long one run of a job without its own `timeoutMs` may take, in ms, by the database clock from its start: past
+   * it, `ctx.signal` aborts with `JobTimeoutError` and the attempt fails (docs/workers.md#timeouts). (Default: none)
+   */
+  timeoutMs?: number
   /** Fallback poll for due jobs when no NOTIFY arrives, in ms. (Default: 2000) */
   pollIntervalMs?: number
   /** How long `close()` waits for running handlers before aborting their `ctx.signal`, in ms. (Default: 30000) */
@@ -75,8 +80,10 @@ export type ResolvedWorkerOptions = Required<
     | 'listenConnectionString'
     | 'logger'
     | 'redis'
+    | 'timeoutMs'
   >
 > & {
+  timeoutMs: number | null
   listenConnectionString: string | null
   logger: Logger
   /** True when the caller gave no logger. */
@@ -91,6 +98,7 @@ const OPTION_KEYS = [
   'batchSize',
   'leaseMs',
   'heartbeatMs',
+  'timeoutMs',
   'pollIntervalMs',
   'closeTimeoutMs',
   'maintenanceIntervalMs',
@@ -128,6 +136,7 @@ export function resolveWorkerOptions(options: unknown): {
       50,
       Math.min(leaseMs - 1, MAX_TIMER_MS),
     ),
+    timeoutMs: o.timeoutMs === undefined ? null : checkInteger(o.timeoutMs, 'options.timeoutMs', 1, MAX_TIMER_MS),
     pollIntervalMs: int('pollIntervalMs', 2_000, 10, MAX_TIMER_MS),
     closeTimeoutMs: int('closeTimeoutMs', 30_000, 0, MAX_TIMER_MS),
     maintenanceIntervalMs: int('maintenanceIntervalMs', 5_000, 0, MAX_TIMER_MS),

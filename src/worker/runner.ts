@@ -1,7 +1,7 @@
 // Runs claimed jobs on the worker's handler slots: how many to claim (the free slots plus a window sized from the
 // handlers' pace), the claimed jobs waiting for a slot, the handlers, and the wait for them at close.
 
-import { LeaseLostError, handlerError } from '../errors.js'
+import { JobTimeoutError, LeaseLostError, handlerError } from '../errors.js'
 import { Job, type JobOwner } from '../job.js'
 import type { Logger } from '../logger.js'
 import { RunTelemetry } from '../telemetry/run-telemetry.js'
@@ -130,7 +130,12 @@ export class Runner<Data, Result> {
   async finish(closeTimeoutMs: number): Promise<void> {
     if (await this.allSettled(closeTimeoutMs)) return
     const still = [...this.held.values()].filter((h) => h.phase === 'running')
-    this.logger.warn({ jobs: still.map((h) => h.id) }, 'pgonce: close timed out; aborting running handlers')
+    // Timed-out handlers that ignore their signal are named too: their attempts are recorded, they still run.
+    const ignoring = [...this.held.values()].filter((h) => h.timedOut !== null).map((h) => h.id)
+    this.logger.warn(
+      { jobs: still.map((h) => h.id), timedOut: ignoring },
+      'pgonce: close timed out; aborting running handlers',
+    )
     for (const h of still) {
       h.abandoned = true
       h.abort(new Error(`pgonce: worker closed before job ${h.id} finished`))
@@ -170,13 +175,16 @@ export class Runner<Data, Result> {
     })
     let result: Result | undefined
     let err: Error | undefined
+    const timer = this.armTimeout(h)
     try {
       result = await run.within(() => this.handler(h.job, h))
     } catch (thrown) {
       err = handlerError(thrown)
     }
-    run.end(err)
+    clearTimeout(timer)
+    run.end(h.timedOut ?? err)
     this.pace.jobFinished()
+    if (h.timedOut !== null) return this.endedAfterTimeout(h, err)
     h.phase = 'settling'
     if (err === undefined) {
       // The slot frees at once: the completion is written in the background, batched.
@@ -192,6 +200,40 @@ export class Runner<Data, Result> {
       this.running--
       this.fill()
     }
+    this.settled(h)
+  }
+
+  /** A timer at the run's deadline (HeldJob.deadline), if it has one. */
+  private armTimeout(h: HeldJob<Data>): NodeJS.Timeout | undefined {
+    if (h.deadline === null) return undefined
+    return setTimeout(() => void this.timedOut(h), Math.max(0, h.deadline - performance.now()))
+  }
+
+  /**
+   * The run reached its deadline: `ctx.signal` aborts with JobTimeoutError and the attempt is failed with it (retried
+   * or failed for good, sql/fail-job.sql). The slot frees once that is recorded, as after a throw; the handler is no
+   * longer counted in `concurrency`, but its job stays held until it ends, so that close() waits for it and names it.
+   * Its completion would be refused anyway (sql/complete-jobs.sql, past timeout_at). Not when the run's outcome is
+   * decided already: a ctx.transaction committing (the database decides), a lost lease, close() gave up on it.
+   */
+  private async timedOut(h: HeldJob<Data>): Promise<void> {
+    if (h.phase !== 'running' || h.completion !== null || h.lost || h.abandoned) return
+    const err = (h.timedOut = h.pastDeadline() ?? new JobTimeoutError(h.id, h.timeoutMs as number))
+    h.phase = 'settling'
+    h.abort(err)
+    this.logger.warn({ jobId: h.id, timeoutMs: h.timeoutMs }, 'pgonce: job timed out; its handler is aborted')
+    await this.completer.threw(h, err).catch(this.reportError)
+    this.running--
+    this.fill()
+    this.notifyFreed()
+  }
+
+  /** A timed-out run's handler ended at last: what it returned or threw is ignored (its attempt is recorded). */
+  private endedAfterTimeout(h: HeldJob<Data>, err: Error | undefined): void {
+    this.logger.debug(
+      { jobId: h.id, err },
+      'pgonce: the handler of a timed-out job ended; its outcome is ignored (the timeout was recorded)',
+    )
     this.settled(h)
   }
 

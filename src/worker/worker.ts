@@ -124,7 +124,7 @@ export class Worker<Data = unknown, Result = unknown>
     this.#pool = pool
     this.#owned = owned
     this.#closeBoundMs = opts.closeTimeoutMs + bounds.answerMs
-    const store = new JobStore(pool, schema, this.queue, this.id, opts.leaseMs, opts.preparedStatements)
+    const store = new JobStore(pool, schema, this.queue, this.id, opts.leaseMs, opts.preparedStatements, opts.timeoutMs)
     this.#cache =
       opts.redis === undefined
         ? undefined
@@ -144,7 +144,14 @@ export class Worker<Data = unknown, Result = unknown>
     this.effectOutcomes = this.#effects.outcomes
     this.#completer = new Completer<Data, Result>(store, this, this, report, logger, this.queue)
     this.runOutcomes = this.#completer.outcomes
-    const services = { pool, store, effects: this.#effects, retryLaterMs: opts.retryLaterMs, logger }
+    const services = {
+      pool,
+      store,
+      effects: this.#effects,
+      retryLaterMs: opts.retryLaterMs,
+      logger,
+      timeoutMs: opts.timeoutMs,
+    }
     const held = new Map<string, HeldJob<Data>>()
     this.#leases = new Leases<Data>(store, held, opts.leaseMs, opts.heartbeatMs, report, logger)
     this.#runner = new Runner<Data, Result>(
