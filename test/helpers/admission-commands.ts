@@ -57,6 +57,8 @@ export interface AddSpec {
   delay?: number
   /** runAt an instant already past (due now, as delay 0), never with delay. */
   runAtPast?: true
+  /** timeoutMs, stored on the job an add inserts. */
+  timeoutMs?: number
   priority?: number
   attempts?: number
   deps?: DepPick[]
@@ -89,6 +91,7 @@ export const addSpecArb: fc.Arbitrary<AddSpec> = fc
     dedup: maybe(dedupArb, 6),
     delay: maybe(fc.constantFrom(0, LONG_DELAY), 2),
     runAtPast: maybe(fc.constant(true as const), 2),
+    timeoutMs: maybe(fc.constantFrom(500, 60_000), 2),
     priority: maybe(fc.constantFrom(0, 3), 2),
     attempts: maybe(fc.constantFrom(1, 2), 2),
     deps: maybe(
@@ -106,7 +109,7 @@ export const addSpecArb: fc.Arbitrary<AddSpec> = fc
   })
   .map((r) => {
     const spec: AddSpec = { name: r.name }
-    for (const k of ['jobId', 'dedup', 'delay', 'priority', 'attempts', 'deps'] as const) {
+    for (const k of ['jobId', 'dedup', 'delay', 'timeoutMs', 'priority', 'attempts', 'deps'] as const) {
       if (r[k] !== undefined) Object.assign(spec, { [k]: r[k] })
     }
     if (r.runAtPast !== undefined && r.delay === undefined) spec.runAtPast = true
@@ -127,6 +130,7 @@ function describeSpec(s: AddSpec | ModelAdd): string {
   }
   if (s.delay !== undefined) parts.push(`delay:${s.delay}`)
   if (s.runAtPast) parts.push('runAt:past')
+  if (s.timeoutMs !== undefined) parts.push(`timeout:${s.timeoutMs}`)
   if (s.priority !== undefined) parts.push(`priority:${s.priority}`)
   if (s.attempts !== undefined) parts.push(`attempts:${s.attempts}`)
   const deps =

@@ -58,6 +58,7 @@ export interface ModelAdd {
   delay?: number
   /** runAt an instant already past: due now, as delay 0 (the insert below needs no case of its own). */
   runAtPast?: true
+  timeoutMs?: number
   priority?: number
   attempts?: number
   dependsOn?: DepTarget[]
@@ -75,6 +76,8 @@ export interface ModelJob {
   attempts: number
   /** run_at - created_at in ms; null once run_at moved (a retry, or a promotion of a job that was due). */
   delayMs: number | null
+  /** Its timeoutMs, as added (null: none). */
+  timeoutMs: number | null
   /** Its dependency edges, by model id: every job its dependsOn named that still exists. */
   parents: number[]
   /** last_error, with a parent named by model id: `dependency #3 ended failed`. */
@@ -452,6 +455,7 @@ export class AdmissionModel {
       maxAttempts: req.attempts ?? JOB_DEFAULTS.maxAttempts,
       attempts: 0,
       delayMs,
+      timeoutMs: req.timeoutMs ?? null,
       parents: deps,
       lastError: null,
     }

@@ -39,6 +39,7 @@ export interface SqlAddArgs {
   delayMs?: number
   /** run_at, a timestamptz literal. */
   runAt?: string
+  timeoutMs?: number
   priority?: number
   maxAttempts?: number
   dependsOn?: string[]
@@ -58,6 +59,7 @@ export interface SqlBulkItem {
   delayMs?: number
   /** Epoch ms. */
   runAt?: number
+  timeoutMs?: number
   priority?: number
   attempts?: number
   dependsOn?: string[]
@@ -99,6 +101,7 @@ export async function sqlAddJob(db: SqlRunner, schema: string, a: SqlAddArgs): P
   opt('dedup_replace', a.dedupReplace, 'boolean')
   opt('delay_ms', a.delayMs, 'bigint')
   opt('run_at', a.runAt, 'timestamptz')
+  opt('timeout_ms', a.timeoutMs, 'integer')
   opt('priority', a.priority, 'integer')
   opt('max_attempts', a.maxAttempts, 'integer')
   opt('depends_on', a.dependsOn, 'bigint[]')

@@ -146,6 +146,7 @@ export class World {
       dedupReplace: req.dedup?.replace,
       delayMs: req.delay,
       runAt: req.runAtPast ? PAST : undefined,
+      timeoutMs: req.timeoutMs,
       priority: req.priority,
       maxAttempts: req.attempts,
       dependsOn: this.dependsOn(req),
@@ -166,6 +167,7 @@ export class World {
         replace: r.dedup?.replace,
         delayMs: r.delay,
         runAt: r.runAtPast ? PAST_MS : undefined,
+        timeoutMs: r.timeoutMs,
         priority: r.priority,
         attempts: r.attempts,
         dependsOn: this.dependsOn(r),
@@ -250,9 +252,10 @@ export class World {
       max_attempts: number
       attempts: number
       delay_ms: number
+      timeout_ms: number | null
       last_error: string | null
     }>(
-      `select id::text, name, state, job_id, data, dedup_key, priority, max_attempts, attempts, last_error,
+      `select id::text, name, state, job_id, data, dedup_key, priority, max_attempts, attempts, last_error, timeout_ms,
               round(extract(epoch from run_at - created_at) * 1000)::float8 as delay_ms
        from ${s}.jobs where queue = $1`,
       [this.o.queue],
@@ -295,6 +298,7 @@ export class World {
             lastError: this.lastError(j.last_error),
             // A retry, or the promotion of a due job, moves run_at; the model stops tracking the delay then.
             delayMs: delayMs === null ? null : j.delay_ms,
+            timeoutMs: j.timeout_ms,
           }
         })
         .sort(byRef),
@@ -316,6 +320,7 @@ export class World {
         attempts: j.attempts,
         lastError: j.lastError,
         delayMs: j.delayMs,
+        timeoutMs: j.timeoutMs,
       })),
       edges: model
         .jobs()
@@ -418,6 +423,7 @@ export class World {
       deduplication: r.dedup === undefined ? undefined : definedOnly({ ...r.dedup }),
       delay: r.delay,
       runAt: r.runAtPast ? PAST_MS : undefined,
+      timeoutMs: r.timeoutMs,
       priority: r.priority,
       attempts: r.attempts,
       dependsOn: this.dependsOn(r),
