@@ -133,6 +133,7 @@ describe('runMaintenance', () => {
       -2147483648,
       '-100000000000000000',
       '0',
+      null,
     ])
     const token = (id: string) => claimed.find((r) => r.id === id)!.lock_token
     const a = new pg.Client({ connectionString: db.url })

@@ -137,6 +137,7 @@ describe('nothing pgonce hands out holds the password', () => {
       result: null,
       progress: null,
       cancelRequestedAt: null,
+      timeoutMs: null,
       deduplicationId: null,
       failedReason: null,
       stacktrace: null,

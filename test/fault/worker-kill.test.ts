@@ -301,6 +301,7 @@ describe('a stale lock token', () => {
           -2_147_483_648,
           '-100000000000000000',
           '0',
+          null,
         ])
         expect(rows).toHaveLength(1)
         return rows[0]!.lock_token

@@ -21,7 +21,7 @@ afterAll(async () => {
 
 const HEAD = [-2147483648, '-100000000000000000', '0'] as const
 
-/** sql/claim-jobs.sql's parameters: queue, limit, lease, worker, the tokens' first part, then the cursor. */
+/** sql/claim-jobs.sql's parameters: queue, limit, lease, worker, the tokens' first part, the cursor, no default timeout. */
 const claimArgs = (queue: string, limit: number, cursor: readonly unknown[] = HEAD, prefix = newTokenPrefix()) => [
   queue,
   limit,
@@ -29,6 +29,7 @@ const claimArgs = (queue: string, limit: number, cursor: readonly unknown[] = HE
   'w',
   prefix,
   ...cursor,
+  null,
 ]
 
 describe('claim-jobs', () => {
