@@ -4,6 +4,7 @@
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { type Job, type JobContext, JobTimeoutError, Queue, Worker, type WorkerOptions } from '../src/index.js'
+import { captureLogger } from './helpers/effects-support.js'
 import { storedJob, waitForState } from './helpers/jobs.js'
 import { type TestSchema, freshSchema } from './helpers/schema.js'
 import { waitFor } from './helpers/wait.js'
@@ -111,6 +112,26 @@ describe('a handler that runs past timeoutMs', () => {
       expect(rows[0].n).toBe(0)
     } finally {
       release.forEach((g) => g.open())
+      await w.close()
+    }
+  })
+
+  it('is waited for by close() up to closeTimeoutMs and named in its warning, its job staying as recorded', async () => {
+    const job = await queue.add('ignore', {}, { timeoutMs: 200 })
+    const never = gate()
+    const { logger, entries } = captureLogger()
+    const { w, errors, failed } = worker(async () => never.wait, { closeTimeoutMs: 300, logger })
+    try {
+      await waitFor(() => failed.length === 1, 10_000, 'the run to time out')
+      const recorded = await storedJob(db, job.id)
+      expect(recorded.state).toBe('failed')
+      await w.close()
+      const warning = entries.find((e) => e.msg === 'pgonce: close timed out; aborting running handlers')
+      expect(warning?.obj).toEqual({ jobs: [], timedOut: [job.id] })
+      expect(await storedJob(db, job.id)).toEqual(recorded)
+      expect(errors).toEqual([])
+    } finally {
+      never.open()
       await w.close()
     }
   })
