@@ -73,10 +73,10 @@ describe('plans on tables analysed nearly empty', () => {
       await client.query('set plan_cache_mode = force_generic_plan')
       const ids = '{1,2}'
       const tokens = '{00000000-0000-0000-0000-000000000001,00000000-0000-0000-0000-000000000002}'
-      const statements: Array<[string, unknown[]]> = [
+      const statements: Array<[string, (string | number | null)[]]> = [
         [
           'claim-jobs',
-          ['tiny-worker', 250, 30000, 'w', '00000000-0000-0000-', -2147483648, '-100000000000000000', '0'],
+          ['tiny-worker', 250, 30000, 'w', '00000000-0000-0000-', -2147483648, '-100000000000000000', '0', null],
         ],
         ['release-lost-claim', ['tiny-worker', 'w', '00000000-0000-0000-']],
         ['complete-jobs', [ids, tokens, '{null,null}']],
@@ -97,7 +97,7 @@ describe('plans on tables analysed nearly empty', () => {
       const scans: string[] = []
       for (const [name, values] of statements) {
         await client.query(`prepare s_${name.replaceAll('-', '_')} as ${sqlFor(name, db.schema)}`)
-        const args = values.map((v) => client.escapeLiteral(String(v))).join(', ')
+        const args = values.map((v) => (v === null ? 'null' : client.escapeLiteral(String(v)))).join(', ')
         const { rows } = await client.query<{ 'QUERY PLAN': string }>(
           `explain execute s_${name.replaceAll('-', '_')}(${args})`,
         )

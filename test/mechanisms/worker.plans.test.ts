@@ -49,8 +49,8 @@ describe.each(MODES)('plans (%s)', (mode) => {
     const p = await plan(
       mode,
       'claim-jobs',
-      'text, integer, bigint, text, text, integer, float8, bigint',
-      `'q', 100, 30000, 'w', '00000000-0000-0000-', 0, 1e12, 5`,
+      'text, integer, bigint, text, text, integer, float8, bigint, integer',
+      `'q', 100, 30000, 'w', '00000000-0000-0000-', 0, 1e12, 5, null`,
     )
     expect(p).toContain('jobs_due')
     expect(p).toMatch(/Tid Scan on jobs j\b/)
