@@ -175,16 +175,16 @@ export class Runner<Data, Result> {
     })
     let result: Result | undefined
     let err: Error | undefined
-    const timer = this.armTimeout(h)
+    const timer = this.armTimeout(h, run)
     try {
       result = await run.within(() => this.handler(h.job, h))
     } catch (thrown) {
       err = handlerError(thrown)
     }
     clearTimeout(timer)
-    run.end(h.timedOut ?? err)
-    this.pace.jobFinished()
     if (h.timedOut !== null) return this.endedAfterTimeout(h, err)
+    run.end(err)
+    this.pace.jobFinished()
     h.phase = 'settling'
     if (err === undefined) {
       // The slot frees at once: the completion is written in the background, batched.
@@ -204,9 +204,9 @@ export class Runner<Data, Result> {
   }
 
   /** A timer at the run's deadline (HeldJob.deadline), if it has one. */
-  private armTimeout(h: HeldJob<Data>): NodeJS.Timeout | undefined {
+  private armTimeout(h: HeldJob<Data>, run: RunTelemetry): NodeJS.Timeout | undefined {
     if (h.deadline === null) return undefined
-    return setTimeout(() => void this.timedOut(h), Math.max(0, h.deadline - performance.now()))
+    return setTimeout(() => void this.timedOut(h, run), Math.max(0, h.deadline - performance.now()))
   }
 
   /**
@@ -214,13 +214,16 @@ export class Runner<Data, Result> {
    * or failed for good, sql/fail-job.sql). The slot frees once that is recorded, as after a throw; the handler is no
    * longer counted in `concurrency`, but its job stays held until it ends, so that close() waits for it and names it.
    * Its completion would be refused anyway (sql/complete-jobs.sql, past timeout_at). Not when the run's outcome is
-   * decided already: a ctx.transaction committing (the database decides), a lost lease, close() gave up on it.
+   * decided already: a ctx.transaction committing (the database decides), a lost lease, close() gave up on it. The
+   * run's span and duration end here, with the error.
    */
-  private async timedOut(h: HeldJob<Data>): Promise<void> {
+  private async timedOut(h: HeldJob<Data>, run: RunTelemetry): Promise<void> {
     if (h.phase !== 'running' || h.completion !== null || h.lost || h.abandoned) return
     const err = (h.timedOut = h.pastDeadline() ?? new JobTimeoutError(h.id, h.timeoutMs as number))
     h.phase = 'settling'
     h.abort(err)
+    run.end(err)
+    this.pace.jobFinished()
     this.logger.warn({ jobId: h.id, timeoutMs: h.timeoutMs }, 'pgonce: job timed out; its handler is aborted')
     await this.completer.threw(h, err).catch(this.reportError)
     this.running--
