@@ -27,6 +27,7 @@ const SAMPLE_MS = 100
  *
  *   claimed ──> ready ──(a slot; its lease fresh or renewed: leases.ts)──> running ──(handler ends)──> settling ──> gone
  *                 └──(lease lost or not renewed; waited past the bound; close)──> gone, its handler never started
+ *   running ──(its timeout: the attempt failed, the slot freed)──> settling ──(the handler ends, outcome ignored)──> gone
  *
  * A worker claims only what it starts (docs/workers.md, "Fetching"): every claimed job is `active` (its attempt
  * counted) and its handler starts on a free slot at once, or, when handlers are fast, after a short wait in `ready`.
