@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
   type BatchOutcome,
   JobCancelledError,
+  LeaseLostError,
   Queue,
   ValidationError,
   Worker,
@@ -43,6 +44,17 @@ async function countIn(queue: string, state: string): Promise<number> {
     [queue, state],
   )
   return rows[0]!.n
+}
+
+/** Resolves when `signal` aborts; rejects after 15 s. */
+function untilAborted(signal: AbortSignal): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error('never aborted')), 15_000)
+    signal.addEventListener('abort', () => {
+      clearTimeout(timer)
+      resolve()
+    })
+  })
 }
 
 describe('a batch worker', () => {
@@ -123,6 +135,27 @@ describe('a batch worker', () => {
     }
   })
 
+  it('fails every job of the batch when the handler returns an array of the wrong length', async () => {
+    const queue = queueOf<{ i: number }>('batch-shape')
+    const added = await queue.addBulk(
+      Array.from({ length: 2 }, (_, i) => ({ name: 'n', data: { i }, opts: { attempts: 1 } })),
+    )
+    const worker = new Worker<{ i: number }, string>(
+      'batch-shape',
+      async () => ['only one'],
+      opts({ batch: { size: 2 } }),
+    )
+    try {
+      for (const job of added) {
+        const row = await waitForState(db, job.id, 'failed')
+        expect(row.last_error).toMatch(/one outcome per job \(2\); got an array of 1/)
+      }
+    } finally {
+      await worker.close()
+      await queue.close()
+    }
+  })
+
   it('waits up to waitMs to fill a batch: jobs added meanwhile join it, and it runs once full', async () => {
     const queue = queueOf<{ i: number }>('batch-fill')
     const batches: number[][] = []
@@ -184,14 +217,7 @@ describe('a batch worker', () => {
     const worker = new Worker<{ i: number }>(
       'batch-cancel',
       async (jobs, ctx) => {
-        const target = ctx.for(jobs[1]!).signal
-        await new Promise<void>((resolve, reject) => {
-          const timer = setTimeout(() => reject(new Error('never cancelled')), 15_000)
-          target.addEventListener('abort', () => {
-            clearTimeout(timer)
-            resolve()
-          })
-        })
+        await untilAborted(ctx.for(jobs[1]!).signal)
         for (const job of jobs) reasons.push(ctx.for(job).signal.reason)
         return jobs.map((j) => j.data.i)
       },
@@ -208,6 +234,42 @@ describe('a batch worker', () => {
       expect(reasons[1]).toBeInstanceOf(JobCancelledError)
       expect(reasons[2]).toBeUndefined()
       expect(cancelled).toEqual([added[1]!.id])
+    } finally {
+      await worker.close()
+      await queue.close()
+    }
+  })
+
+  it('makes a lost lease visible to that job only: its outcome is refused and reported, the others complete', async () => {
+    const queue = queueOf<{ i: number }>('batch-lease')
+    const added = await queue.addBulk(Array.from({ length: 3 }, (_, i) => ({ name: 'n', data: { i } })))
+    const reasons: unknown[] = []
+    const errors: Error[] = []
+    const worker = new Worker<{ i: number }>(
+      'batch-lease',
+      async (jobs, ctx) => {
+        await untilAborted(ctx.for(jobs[1]!).signal)
+        for (const job of jobs) reasons.push(ctx.for(job).signal.reason)
+        return jobs.map((j) => j.data.i)
+      },
+      opts({ batch: { size: 3 }, heartbeatMs: 100 }),
+    )
+    worker.on('error', (err) => errors.push(err))
+    try {
+      await waitForState(db, added[1]!.id, 'active')
+      // Taken over by hand: the token this worker holds no longer matches.
+      const { rows } = await db.pool.query<{ lock_token: string }>(
+        `update "${db.schema}".jobs set lock_token = gen_random_uuid() where id = $1 returning lock_token`,
+        [added[1]!.id],
+      )
+      expect(await waitForState(db, added[0]!.id, 'completed')).toMatchObject({ result: 0 })
+      expect(await waitForState(db, added[2]!.id, 'completed')).toMatchObject({ result: 2 })
+      expect(reasons[0]).toBeUndefined()
+      expect(reasons[1]).toBeInstanceOf(LeaseLostError)
+      expect(reasons[2]).toBeUndefined()
+      await waitFor(() => errors.some((e) => e instanceof LeaseLostError), 10_000, 'the lost lease to be reported')
+      expect(errors.map((e) => (e as LeaseLostError).jobId)).toEqual([added[1]!.id])
+      expect(await storedJob(db, added[1]!.id)).toMatchObject({ state: 'active', lock_token: rows[0]!.lock_token })
     } finally {
       await worker.close()
       await queue.close()
