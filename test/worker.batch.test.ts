@@ -209,44 +209,18 @@ describe('a batch worker', () => {
     }
   })
 
-  it('makes the cancellation of one job visible to that job only; the others complete', async () => {
-    const queue = queueOf<{ i: number }>('batch-cancel')
-    const added = await queue.addBulk(Array.from({ length: 3 }, (_, i) => ({ name: 'n', data: { i } })))
-    const reasons: unknown[] = []
-    const cancelled: string[] = []
-    const worker = new Worker<{ i: number }>(
-      'batch-cancel',
-      async (jobs, ctx) => {
-        await untilAborted(ctx.for(jobs[1]!).signal)
-        for (const job of jobs) reasons.push(ctx.for(job).signal.reason)
-        return jobs.map((j) => j.data.i)
-      },
-      opts({ batch: { size: 3 }, heartbeatMs: 200 }),
-    )
-    worker.on('cancelled', (job) => cancelled.push(job.id))
-    try {
-      await waitForState(db, added[1]!.id, 'active')
-      expect(await queue.cancelJob(added[1]!.id)).toBe('cancel-requested')
-      await waitForState(db, added[1]!.id, 'cancelled')
-      expect(await waitForState(db, added[0]!.id, 'completed')).toMatchObject({ result: 0 })
-      expect(await waitForState(db, added[2]!.id, 'completed')).toMatchObject({ result: 2 })
-      expect(reasons[0]).toBeUndefined()
-      expect(reasons[1]).toBeInstanceOf(JobCancelledError)
-      expect(reasons[2]).toBeUndefined()
-      expect(cancelled).toEqual([added[1]!.id])
-    } finally {
-      await worker.close()
-      await queue.close()
-    }
-  })
-
-  it('makes a lost lease visible to that job only: its outcome is refused and reported, the others complete', async () => {
-    const queue = queueOf<{ i: number }>('batch-lease')
+  /**
+   * A batch of three whose handler waits until the middle job's own signal aborts (after `act` on it), then returns each
+   * job's index; the reasons each job's signal then holds, and what the worker emitted meanwhile.
+   */
+  async function middleJobAborted(name: string, act: (q: Queue<{ i: number }>, jobId: string) => Promise<void>) {
+    const queue = queueOf<{ i: number }>(name)
     const added = await queue.addBulk(Array.from({ length: 3 }, (_, i) => ({ name: 'n', data: { i } })))
     const reasons: unknown[] = []
     const errors: Error[] = []
+    const cancelled: string[] = []
     const worker = new Worker<{ i: number }>(
-      'batch-lease',
+      name,
       async (jobs, ctx) => {
         await untilAborted(ctx.for(jobs[1]!).signal)
         for (const job of jobs) reasons.push(ctx.for(job).signal.reason)
@@ -255,25 +229,44 @@ describe('a batch worker', () => {
       opts({ batch: { size: 3 }, heartbeatMs: 100 }),
     )
     worker.on('error', (err) => errors.push(err))
+    worker.on('cancelled', (job) => cancelled.push(job.id))
     try {
       await waitForState(db, added[1]!.id, 'active')
-      // Taken over by hand: the token this worker holds no longer matches.
-      const { rows } = await db.pool.query<{ lock_token: string }>(
-        `update "${db.schema}".jobs set lock_token = gen_random_uuid() where id = $1 returning lock_token`,
-        [added[1]!.id],
-      )
+      await act(queue, added[1]!.id)
       expect(await waitForState(db, added[0]!.id, 'completed')).toMatchObject({ result: 0 })
       expect(await waitForState(db, added[2]!.id, 'completed')).toMatchObject({ result: 2 })
       expect(reasons[0]).toBeUndefined()
-      expect(reasons[1]).toBeInstanceOf(LeaseLostError)
       expect(reasons[2]).toBeUndefined()
-      await waitFor(() => errors.some((e) => e instanceof LeaseLostError), 10_000, 'the lost lease to be reported')
-      expect(errors.map((e) => (e as LeaseLostError).jobId)).toEqual([added[1]!.id])
-      expect(await storedJob(db, added[1]!.id)).toMatchObject({ state: 'active', lock_token: rows[0]!.lock_token })
+      return { middle: added[1]!.id, reason: reasons[1], errors, cancelled }
     } finally {
       await worker.close()
       await queue.close()
     }
+  }
+
+  it('makes the cancellation of one job visible to that job only; the others complete', async () => {
+    const { middle, reason, cancelled } = await middleJobAborted('batch-cancel', async (queue, id) => {
+      expect(await queue.cancelJob(id)).toBe('cancel-requested')
+      await waitForState(db, id, 'cancelled')
+    })
+    expect(reason).toBeInstanceOf(JobCancelledError)
+    expect(cancelled).toEqual([middle])
+  })
+
+  it('makes a lost lease visible to that job only: its outcome is refused and reported, the others complete', async () => {
+    let token: string | undefined
+    const { middle, reason, errors } = await middleJobAborted('batch-lease', async (_queue, id) => {
+      // Taken over by hand: the token this worker holds no longer matches.
+      const { rows } = await db.pool.query<{ lock_token: string }>(
+        `update "${db.schema}".jobs set lock_token = gen_random_uuid() where id = $1 returning lock_token`,
+        [id],
+      )
+      token = rows[0]!.lock_token
+    })
+    expect(reason).toBeInstanceOf(LeaseLostError)
+    await waitFor(() => errors.some((e) => e instanceof LeaseLostError), 10_000, 'the lost lease to be reported')
+    expect(errors.map((e) => (e as LeaseLostError).jobId)).toEqual([middle])
+    expect(await storedJob(db, middle)).toMatchObject({ state: 'active', lock_token: token })
   })
 })
 
