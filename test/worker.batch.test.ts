@@ -209,6 +209,33 @@ describe('a batch worker', () => {
     }
   })
 
+  it('gives the jobs of a batch still filling back to the queue at close, unrun and their run not counted', async () => {
+    const queue = queueOf<{ i: number }>('batch-close')
+    let batches = 0
+    const worker = new Worker<{ i: number }>(
+      'batch-close',
+      async () => {
+        batches++
+      },
+      opts({ batch: { size: 10, waitMs: 60_000 } }),
+    )
+    try {
+      await worker.run()
+      const added = await queue.addBulk([
+        { name: 'n', data: { i: 0 } },
+        { name: 'n', data: { i: 1 } },
+      ])
+      for (const job of added) await waitForState(db, job.id, 'active')
+      await worker.close()
+      for (const job of added)
+        expect(await storedJob(db, job.id)).toMatchObject({ state: 'waiting', attempts: 0, lock_token: null })
+      expect(batches).toBe(0)
+    } finally {
+      await worker.close()
+      await queue.close()
+    }
+  })
+
   /**
    * A batch of three whose handler waits until the middle job's own signal aborts (after `act` on it), then returns each
    * job's index; the reasons each job's signal then holds, and what the worker emitted meanwhile.
