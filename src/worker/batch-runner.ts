@@ -33,7 +33,8 @@ export type JobRunner<Data, Result> = Pick<
  *
  * Outcomes are written per job by the Completer's fenced statements, exactly as for single jobs: the failures first
  * (the batch's slot frees once they are recorded, so that the next claim can find the retried jobs), then the
- * completions, batched into one statement, in the background. At most `concurrency` batches write at once.
+ * completions, batched into one statement, in the background. A new batch is claimed only while at most `concurrency`
+ * batches are writing theirs, so that held jobs stay bounded when completions are slower than handlers.
  */
 export class BatchRunner<Data, Result> implements JobRunner<Data, Result> {
   /** Claimed jobs of the next batch. */
