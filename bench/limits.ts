@@ -21,6 +21,7 @@ export const LIMIT_LABEL: Partial<Record<WorkloadId, string>> = {
   W4:
     'a claim-and-delete loop over the same backlog, one connection, no handlers: `delete from jobs where ctid = any(array(select ctid … ' +
     'order by priority, run_at, id limit 500 for update skip locked)) returning id, name, data`',
+  W4B: "the claim-and-delete loop over W4's backlog (as W4)",
   W5: 'the one-row INSERT from 16 producers (as W2)',
   W6: 'one statement inserting a row and calling `pg_notify`, after the same idle pause, until a second, LISTENing connection has the notification',
   W8: "the claim-and-delete loop over W8's backlog, timed over W8's window",
@@ -169,11 +170,11 @@ export async function openLimit(
 }
 
 /**
- * W4's or W8's limit, once, in a fresh database: the backlog inserted (untimed), the mode's maintenance, then
+ * W4's (and W4B's) or W8's limit, once, in a fresh database: the backlog inserted (untimed), the mode's maintenance, then
  * claim-and-delete statements of 500 over one connection, timed until the window is gone; jobs/s.
  */
 export async function claimDeleteDrain(serverUrl: string, id: DrainId, s: Sizes, mode: Mode): Promise<number> {
-  const [queued, window] = id === 'W4' ? [s.w4Jobs, s.w4Jobs] : [s.w8Queued, s.w8Window]
+  const [queued, window] = id === 'W8' ? [s.w8Queued, s.w8Window] : [s.w4Jobs, s.w4Jobs]
   const { url, admin, sql, drop } = await limitDatabase(serverUrl, 'pgonce_bench_round_loop')
   const client = await connect(url).catch(async (err) => {
     await drop()

@@ -1,5 +1,5 @@
 // One pass: a system in one configuration and one maintenance mode, in a fresh database of the server, its workloads
-// one after another in table order; W4 and W8 each in a fresh database of its own.
+// one after another in table order; W4, W4B and W8 each in a fresh database of its own.
 
 import pg from 'pg'
 import type { Mode, RunSettings, Sizes } from './config.js'
@@ -7,6 +7,7 @@ import { MODE_LABEL } from './config.js'
 import { dropDatabase, freshDatabase } from './databases.js'
 import { errorText } from './measure.js'
 import {
+  COMMON_WORKLOADS,
   type BenchSystem,
   type SystemConfig,
   type SystemInfo,
@@ -42,6 +43,7 @@ export function passSize(id: WorkloadId, s: Sizes): number {
     W2: s.w2Adds,
     W3: s.w3Jobs,
     W4: s.w4Jobs,
+    W4B: s.w4Jobs,
     W5: s.w5Adds,
     W6: s.w6Samples,
     W7: s.w7Samples,
@@ -52,7 +54,7 @@ export function passSize(id: WorkloadId, s: Sizes): number {
 
 /** The workloads `config` competes in, of those this run selected. */
 export function workloadsOf(config: SystemConfig, settings: RunSettings): WorkloadId[] {
-  return WORKLOAD_IDS.filter((id) => (config.workloads ?? WORKLOAD_IDS).includes(id))
+  return WORKLOAD_IDS.filter((id) => (config.workloads ?? COMMON_WORKLOADS).includes(id))
     .filter((id) => !settings.workloads || settings.workloads.includes(id))
     .filter((id) => id !== 'W8' || settings.sizes.w8Queued > 0)
 }

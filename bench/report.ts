@@ -21,6 +21,7 @@ function title(id: WorkloadId, s: Sizes): string {
     W2: `W2 ${int(s.w2Adds)} adds, ${s.producers} producers (adds/s)`,
     W3: `W3 ${int(s.w3Jobs)} jobs in batches of ${int(s.bulkBatch)} (jobs/s)`,
     W4: `W4 ${int(s.w4Jobs)} queued no-op jobs, concurrency 16 (jobs/s)`,
+    W4B: `W4B ${int(s.w4Jobs)} queued no-op jobs, batch handler of 100 (jobs/s)`,
     W5: `W5 ${int(s.w5Adds)} dedup adds over ${int(s.w5Adds / 10)} keys, ${s.producers} producers (adds/s)`,
     W6: `W6 add → handler start after ${s.w6PauseMs} ms idle (p50 / p99 ms)`,
     W7: 'W7 duplicate add, key held (p50 / p99 ms)',

@@ -12,7 +12,7 @@ import { runDrain, type PassRun } from './pass.js'
 import { systemById } from './systems/registry.js'
 import type { SystemId, SystemInfo, WorkloadId } from './systems/system.js'
 import { maintain } from './workloads/context.js'
-import { isDrain } from './workloads/drain.js'
+import { type DrainId, isDrain } from './workloads/drain.js'
 import { KIND, type Timed, openTimed } from './workloads/timed.js'
 
 /** A configuration joins the rounds when its pass came within this factor of its side's best pass. */
@@ -70,6 +70,7 @@ export function perRoundOf(id: WorkloadId, s: Sizes, rounds: number): number {
     case 'W7':
       return split(s.w7Samples)
     case 'W4':
+    case 'W4B':
       return s.w4Jobs
     case 'W8':
       return s.w8Window
@@ -132,7 +133,7 @@ const drainSide = (drain: () => Promise<number>): Opened => ({
 async function openSystem(
   info: SystemInfo,
   config: string,
-  id: Exclude<WorkloadId, 'W4' | 'W8'>,
+  id: Exclude<WorkloadId, DrainId>,
   k: number,
   serverUrl: string,
   settings: RunSettings,

@@ -1,4 +1,5 @@
-// W4 and W8: processing throughput of a queued backlog, measured in a child process (which also gives the worker's RSS).
+// W4, W4B and W8: processing throughput of a queued backlog, measured in a child process (which also gives the worker's
+// RSS).
 
 import { spawn } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
@@ -48,28 +49,33 @@ function fromReport(report: DrainReport, ops: number): Omit<WorkloadResult, 'cor
   }
 }
 
-/** W4: a backlog of no-op jobs drained with concurrency 16, until every completion is stored. */
-export async function drainBacklog(ctx: DrainContext): Promise<WorkloadResult> {
-  const n = ctx.sizes.w4Jobs
-  await ctx.system.prepare('w4')
-  await enqueueBacklog(ctx, 'w4', n)
-  await maintain(ctx.admin, ctx.mode)
-  const report = await runChild({
-    system: ctx.info.id,
-    config: ctx.config,
-    url: ctx.url,
-    queue: 'w4',
-    target: n,
-    waitForCompletion: true,
-    deadlineMs: DEADLINE_MS,
-  })
-  const correct = report.handled === n
-  return {
-    ...fromReport(report, n),
-    correct,
-    ...(correct ? {} : { note: `${report.handled} handler runs for ${n} jobs` }),
+/**
+ * W4 (queue `w4`) and W4B (`w4b`, run by configurations with a batch consumer): a backlog of no-op jobs drained with
+ * concurrency 16, until every completion is stored.
+ */
+export const drainBacklog =
+  (queue: 'w4' | 'w4b') =>
+  async (ctx: DrainContext): Promise<WorkloadResult> => {
+    const n = ctx.sizes.w4Jobs
+    await ctx.system.prepare(queue)
+    await enqueueBacklog(ctx, queue, n)
+    await maintain(ctx.admin, ctx.mode)
+    const report = await runChild({
+      system: ctx.info.id,
+      config: ctx.config,
+      url: ctx.url,
+      queue,
+      target: n,
+      waitForCompletion: true,
+      deadlineMs: DEADLINE_MS,
+    })
+    const correct = report.handled === n
+    return {
+      ...fromReport(report, n),
+      correct,
+      ...(correct ? {} : { note: `${report.handled} handler runs for ${n} jobs` }),
+    }
   }
-}
 
 /** W8: throughput over the head of a deep backlog (loaded untimed; vacuumed and analysed only in the `analysed` mode). */
 export async function deepBacklog(ctx: DrainContext): Promise<WorkloadResult> {
@@ -93,6 +99,6 @@ export async function deepBacklog(ctx: DrainContext): Promise<WorkloadResult> {
   }
 }
 
-export const DRAINS = { W4: drainBacklog, W8: deepBacklog } as const
+export const DRAINS = { W4: drainBacklog('w4'), W4B: drainBacklog('w4b'), W8: deepBacklog } as const
 export type DrainId = keyof typeof DRAINS
-export const isDrain = (id: string): id is DrainId => id === 'W4' || id === 'W8'
+export const isDrain = (id: string): id is DrainId => id in DRAINS

@@ -4,6 +4,7 @@
 import { percentile, perSecond, pollUntil, runProducers, within } from '../measure.js'
 import type { BenchSystem, WorkloadId } from '../systems/system.js'
 import { payloads } from './context.js'
+import type { DrainId } from './drain.js'
 
 /** A timed section's figure: throughput, or latency percentiles in ms. */
 export interface Figure {
@@ -28,6 +29,7 @@ export const KIND: Record<WorkloadId, 'rate' | 'latency'> = {
   W2: 'rate',
   W3: 'rate',
   W4: 'rate',
+  W4B: 'rate',
   W5: 'rate',
   W6: 'latency',
   W7: 'latency',
@@ -192,7 +194,7 @@ async function handlerStart(system: BenchSystem, pauseMs: number, warmup: number
 
 /** Workload `id` (not a drain) opened on `system`. */
 export async function openTimed(
-  id: Exclude<WorkloadId, 'W4' | 'W8'>,
+  id: Exclude<WorkloadId, DrainId>,
   system: BenchSystem,
   s: { producers: number; bulkBatch: number; warmup: number; w6PauseMs: number },
 ): Promise<Timed> {

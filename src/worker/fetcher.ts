@@ -4,7 +4,7 @@
 import type { Logger } from '../logger.js'
 import { type ClaimCursor, type FetchedRow, HEAD, type JobStore, newTokenPrefix } from './job-store.js'
 import type { Notifier } from './notifier.js'
-import type { Runner } from './runner.js'
+import type { JobRunner } from './batch-runner.js'
 
 /**
  * Modes, and every transition between them:
@@ -68,7 +68,7 @@ export class Fetcher<Data, Result> {
   constructor(
     private readonly store: JobStore,
     private readonly notifier: Notifier,
-    private readonly runner: Runner<Data, Result>,
+    private readonly runner: Pick<JobRunner<Data, Result>, 'demand' | 'claimed' | 'freed'>,
     private readonly pollIntervalMs: number,
     private readonly reportError: (err: Error) => void,
     private readonly logger: Logger,

@@ -4,13 +4,19 @@ import { type RedisOption, checkRedisOption } from '../cache/redis-client.js'
 import { CONNECTION_OPTION_KEYS, type ConnectionOptions, MAX_TIMER_MS } from '../db/connection.js'
 import { checkSchema } from '../db/identifiers.js'
 import { type Logger, checkLogger } from '../logger.js'
-import { MAX_DURATION_MS, checkBoolean, checkInteger, checkOptions, checkText } from '../validate.js'
+import { MAX_DURATION_MS, checkBoolean, checkInteger, checkOptions, checkText, fail } from '../validate.js'
+import { type BatchOptions, type ResolvedBatchOptions, checkBatchOptions } from './batch.js'
 
 export interface WorkerOptions extends ConnectionOptions {
   /** Schema holding pgonce's tables. (Default: `'pgonce'`) */
   schema?: string
-  /** Handlers running at once. (Default: 1) */
+  /** Handlers running at once; with `batch`, batches running at once. (Default: 1) */
   concurrency?: number
+  /**
+   * Run a batch handler, `(jobs, ctx) => outcomes`, on up to `batch.size` jobs at once (docs/workers.md, "Batch
+   * handlers"). Not with `batchSize`: `batch.size` is then the claim's size. (Default: none, one job per handler)
+   */
+  batch?: BatchOptions
   /**
    * Most jobs claimed by one statement. A worker claims only what it starts: its free slots, plus (fast handlers only)
    * the jobs its handlers finish within two claim round trips (docs/workers.md, "Fetching"). At most
@@ -81,6 +87,7 @@ export type ResolvedWorkerOptions = Required<
     | 'logger'
     | 'redis'
     | 'timeoutMs'
+    | 'batch'
   >
 > & {
   timeoutMs: number | null
@@ -89,12 +96,15 @@ export type ResolvedWorkerOptions = Required<
   /** True when the caller gave no logger. */
   silent: boolean
   redis: RedisOption | undefined
+  /** The batch handler's options, null for a single-job handler. */
+  batch: ResolvedBatchOptions | null
 }
 
 const OPTION_KEYS = [
   ...CONNECTION_OPTION_KEYS,
   'schema',
   'concurrency',
+  'batch',
   'batchSize',
   'leaseMs',
   'heartbeatMs',
@@ -125,6 +135,9 @@ export function resolveWorkerOptions(options: unknown): {
   }
   const concurrency = int('concurrency', 1, 1, 10_000)
   const leaseMs = int('leaseMs', 30_000, 500, MAX_DURATION_MS)
+  const batch = checkBatchOptions(o.batch, 'options.batch')
+  if (batch !== null && o.batchSize !== undefined)
+    fail('CONFLICTING_OPTIONS', 'options.batchSize', 'not with options.batch: batch.size is the claim size')
   const resolved: ResolvedWorkerOptions = {
     schema: checkSchema(o.schema, 'options.schema'),
     concurrency,
@@ -154,6 +167,7 @@ export function resolveWorkerOptions(options: unknown): {
     logger: checkLogger(o.logger, 'options.logger'),
     silent: o.logger === undefined,
     redis: checkRedisOption(o.redis, 'options.redis'),
+    batch,
   }
   const { connectionString, pool, connectTimeoutMs, statementTimeoutMs } = o
   return { resolved, connection: { connectionString, pool, connectTimeoutMs, statementTimeoutMs } }

@@ -7,6 +7,7 @@ import type { Logger } from '../logger.js'
 import { RunTelemetry } from '../telemetry/run-telemetry.js'
 import type { Completer } from './completer.js'
 import { type ContextServices, HeldJob, type JobContext } from './context.js'
+import { HeldJobs } from './held-jobs.js'
 import { type FetchedRow, claimedToJobRow } from './job-store.js'
 import type { Leases } from './leases.js'
 
@@ -50,8 +51,7 @@ export class Runner<Data, Result> {
   private accepting = true
   private readonly pace = new Pace()
   private giveBackTimer: NodeJS.Timeout | undefined
-  private freedWaiters: (() => void)[] = []
-  private settledWaiters: (() => void)[] = []
+  private readonly held: HeldJobs<Data>
 
   constructor(
     private readonly handler: Handler<Data, Result>,
@@ -64,8 +64,10 @@ export class Runner<Data, Result> {
     private readonly reportError: (err: Error) => void,
     private readonly logger: Logger,
     /** Every job claimed and not yet settled, by lock token (a stale run and its re-claim can share a job id). */
-    private readonly held: Map<string, HeldJob<Data>>,
-  ) {}
+    held: Map<string, HeldJob<Data>>,
+  ) {
+    this.held = new HeldJobs(held, services.store, reportError, logger)
+  }
 
   /**
    * How many jobs the next claim asks for (0: none now): the free slots plus the window, at most `batchSize`, and at
@@ -100,7 +102,7 @@ export class Runner<Data, Result> {
     const at = performance.now()
     for (const row of rows) {
       const h = new HeldJob<Data>(row, new Job<Data>(claimedToJobRow(row), null, this.owner), this.services, sentAt)
-      this.held.set(row.lock_token, h)
+      this.held.add(h)
       this.ready.push({ h, at })
     }
     this.fill()
@@ -109,7 +111,7 @@ export class Runner<Data, Result> {
 
   /** Resolves when a slot frees or a job leaves the worker: the fetcher may claim again. */
   freed(): Promise<void> {
-    return new Promise((resolve) => this.freedWaiters.push(resolve))
+    return this.held.freed()
   }
 
   /** Closing: jobs a claim still returns are held, not started, until `stop()` gives them back. */
@@ -121,7 +123,7 @@ export class Runner<Data, Result> {
   async stop(): Promise<void> {
     this.accepting = false
     clearTimeout(this.giveBackTimer)
-    await this.giveBack(this.ready.splice(0).map((r) => r.h))
+    await this.held.giveBack(this.ready.splice(0).map((r) => r.h))
   }
 
   /**
@@ -129,19 +131,9 @@ export class Runner<Data, Result> {
    * (their `ctx.signal`), and gives those that honour it a moment to throw, so that their jobs are released at once.
    */
   async finish(closeTimeoutMs: number): Promise<void> {
-    if (await this.allSettled(closeTimeoutMs)) return
-    const still = [...this.held.values()].filter((h) => h.phase === 'running')
-    // Timed-out handlers that ignore their signal are named too: their attempts are recorded, they still run.
-    const ignoring = [...this.held.values()].filter((h) => h.timedOut !== null).map((h) => h.id)
-    this.logger.warn(
-      { jobs: still.map((h) => h.id), timedOut: ignoring },
-      'pgonce: close timed out; aborting running handlers',
-    )
-    for (const h of still) {
-      h.abandoned = true
-      h.abort(new Error(`pgonce: worker closed before job ${h.id} finished`))
-    }
-    await this.allSettled(Math.min(1_000, Math.max(100, closeTimeoutMs / 10)))
+    if (await this.held.allSettled(closeTimeoutMs)) return
+    this.held.abandonRunning('handlers')
+    await this.held.allSettled(Math.min(1_000, Math.max(100, closeTimeoutMs / 10)))
   }
 
   /** Starts handlers on the free slots, oldest waiting job first. */
@@ -163,7 +155,7 @@ export class Runner<Data, Result> {
     if (this.leases.stale(h) && !((await this.leases.renewBeforeStart(h)) && this.accepting)) {
       this.running--
       if (h.lost || !this.accepting) this.notRun(h)
-      else this.settled(h)
+      else this.held.settled(h)
       this.fill()
       return
     }
@@ -192,7 +184,7 @@ export class Runner<Data, Result> {
       this.running--
       this.finishing++
       this.fill()
-      this.notifyFreed()
+      this.held.notifyFreed()
       await this.completer.succeeded(h, result as Result).catch(this.reportError)
       this.finishing--
     } else {
@@ -201,7 +193,7 @@ export class Runner<Data, Result> {
       this.running--
       this.fill()
     }
-    this.settled(h)
+    this.held.settled(h)
   }
 
   /** A timer at the run's deadline (HeldJob.deadline), if it has one. */
@@ -229,7 +221,7 @@ export class Runner<Data, Result> {
     await this.completer.threw(h, err).catch(this.reportError)
     this.running--
     this.fill()
-    this.notifyFreed()
+    this.held.notifyFreed()
   }
 
   /** A timed-out run's handler ended at last: what it returned or threw is ignored (its attempt is recorded). */
@@ -238,55 +230,15 @@ export class Runner<Data, Result> {
       { jobId: h.id, err },
       'pgonce: the handler of a timed-out job ended; its outcome is ignored (the timeout was recorded)',
     )
-    this.settled(h)
+    this.held.settled(h)
   }
 
   /** A job whose handler will not start: lost (reported), or given back while closing. */
   private notRun(h: HeldJob<Data>): void {
-    if (!h.lost) return void this.giveBack([h])
+    if (!h.lost) return void this.held.giveBack([h])
     this.logger.warn({ jobId: h.id }, 'pgonce: lease lost before the handler started; the job is not run here')
     this.reportError(new LeaseLostError(h.id))
-    this.settled(h)
-  }
-
-  /** Gives jobs back to the queue, their run not counted; a statement that failed leaves them to the lease rescue. */
-  private async giveBack(jobs: HeldJob<Data>[]): Promise<void> {
-    const back = jobs.filter((h) => !h.lost)
-    if (back.length > 0) {
-      try {
-        await this.services.store.release(
-          back.map((h) => h.id),
-          back.map((h) => h.token),
-          0,
-        )
-        this.logger.debug({ jobs: back.map((h) => h.id) }, 'pgonce: jobs claimed and not started given back')
-      } catch (err) {
-        this.reportError(err as Error)
-      }
-    }
-    for (const h of jobs) this.settled(h)
-  }
-
-  private settled(h: HeldJob<Data>): void {
-    this.held.delete(h.token)
-    this.notifyFreed()
-    if (this.held.size === 0) for (const resolve of this.settledWaiters.splice(0)) resolve()
-  }
-
-  private notifyFreed(): void {
-    for (const resolve of this.freedWaiters.splice(0)) resolve()
-  }
-
-  /** Resolves true once every held job has settled, false after `ms`. */
-  private allSettled(ms: number): Promise<boolean> {
-    if (this.held.size === 0) return Promise.resolve(true)
-    return new Promise((resolve) => {
-      const timer = setTimeout(() => resolve(false), ms)
-      this.settledWaiters.push(() => {
-        clearTimeout(timer)
-        resolve(true)
-      })
-    })
+    this.held.settled(h)
   }
 
   /** The bound on a wait for a slot: a timer at the oldest waiting job's deadline. */
@@ -302,7 +254,7 @@ export class Runner<Data, Result> {
         const expired = this.ready.splice(0, late < 0 ? this.ready.length : late).map((r) => r.h)
         if (expired.length > 0) {
           this.pace.wasWrong()
-          void this.giveBack(expired)
+          void this.held.giveBack(expired)
         }
         this.armGiveBack()
       },

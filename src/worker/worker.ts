@@ -19,6 +19,8 @@ import type { Job, JobOwner } from '../job.js'
 import type { Logger } from '../logger.js'
 import { migrateUntilDone } from '../migrate/runner.js'
 import { checkOptions, fail } from '../validate.js'
+import type { BatchHandler, BatchOptions } from './batch.js'
+import { BatchRunner, type JobRunner } from './batch-runner.js'
 import { Completer, type RunOutcome } from './completer.js'
 import type { HeldJob } from './context.js'
 import { ErrorReporter } from './error-reporter.js'
@@ -32,6 +34,7 @@ import { type Handler, Runner } from './runner.js'
 import { Schedules } from './schedules.js'
 
 export type { Handler } from './runner.js'
+export type { BatchContext, BatchHandler, BatchOptions, BatchOutcome } from './batch.js'
 
 /** The Worker's events. */
 export type WorkerEvents<Data, Result> = {
@@ -92,7 +95,7 @@ export class Worker<Data = unknown, Result = unknown>
   readonly #effects: Effects
   readonly #notifier: Notifier
   readonly #fetcher: Fetcher<Data, Result>
-  readonly #runner: Runner<Data, Result>
+  readonly #runner: JobRunner<Data, Result>
   readonly #completer: Completer<Data, Result>
   readonly #leases: Leases<Data>
   readonly #housekeeping: Housekeeping
@@ -101,7 +104,10 @@ export class Worker<Data = unknown, Result = unknown>
   private started: Promise<void> | undefined
   private closing: Promise<void> | undefined
 
-  constructor(queue: string, handler: Handler<Data, Result>, options: WorkerOptions) {
+  /** A batch handler: it gets up to `options.batch.size` jobs at once (docs/workers.md, "Batch handlers"). */
+  constructor(queue: string, handler: BatchHandler<Data, Result>, options: WorkerOptions & { batch: BatchOptions })
+  constructor(queue: string, handler: Handler<Data, Result>, options: WorkerOptions)
+  constructor(queue: string, handler: Handler<Data, Result> | BatchHandler<Data, Result>, options: WorkerOptions) {
     super()
     this.queue = checkQueueName(queue, 'queue')
     if (typeof handler !== 'function') fail('INVALID_TYPE', 'handler', 'must be a function')
@@ -154,18 +160,11 @@ export class Worker<Data = unknown, Result = unknown>
     }
     const held = new Map<string, HeldJob<Data>>()
     this.#leases = new Leases<Data>(store, held, opts.leaseMs, opts.heartbeatMs, report, logger)
-    this.#runner = new Runner<Data, Result>(
-      handler,
-      opts.concurrency,
-      opts.batchSize,
-      services,
-      this.#leases,
-      this.#completer,
-      this,
-      report,
-      logger,
-      held,
-    )
+    const parts = [services, this.#leases, this.#completer, this, report, logger, held] as const
+    this.#runner =
+      opts.batch === null
+        ? new Runner<Data, Result>(handler as Handler<Data, Result>, opts.concurrency, opts.batchSize, ...parts)
+        : new BatchRunner<Data, Result>(handler as BatchHandler<Data, Result>, opts.batch, opts.concurrency, ...parts)
     this.#notifier = new Notifier(
       listenConfig(pool, opts.listenConnectionString, `pgonce-listener ${this.id}`),
       channelOf(schema),
@@ -245,7 +244,7 @@ export class Worker<Data = unknown, Result = unknown>
     this.#fetcher.start()
     this.state = 'running'
     this.#logger.info(
-      { concurrency: this.#opts.concurrency, batchSize: this.#opts.batchSize },
+      { concurrency: this.#opts.concurrency, batchSize: this.#opts.batchSize, batch: this.#opts.batch },
       'pgonce: worker started',
     )
   }
