@@ -232,3 +232,41 @@ it('has the pgonce bin: stats --json reads the queues the app used', async () =>
     counts: { completed: 1, waiting: 0, active: 0 },
   })
 }, 30_000)
+
+it("serves the dashboard from 'pgonce/dashboard': its types compile, its API answers on the app's queues", async () => {
+  writeFileSync(
+    join(packed.app, 'dash.mts'),
+    `
+import http from 'node:http'
+import { dashboard, type DashboardAction, type DashboardHandler } from 'pgonce/dashboard'
+
+const can = (action: DashboardAction) => action === 'retry'
+const handler: DashboardHandler = dashboard({ connectionString: process.env.DATABASE_URL as string, schema: process.env.SCHEMA, can })
+const server = http.createServer(handler).listen(0, '127.0.0.1')
+await new Promise((resolve) => server.once('listening', resolve))
+const origin = 'http://127.0.0.1:' + (server.address() as { port: number }).port
+const queues = (await (await fetch(origin + '/api/queues')).json()) as { queues: { name: string }[] }
+const config = (await (await fetch(origin + '/api/config')).json()) as { actions: Record<string, boolean> }
+server.close()
+await handler.close()
+console.log(JSON.stringify({ queues: queues.queues.map((q) => q.name), retry: config.actions.retry, pause: config.actions.pause }))
+`,
+  )
+  writeFileSync(
+    join(packed.app, 'tsconfig.dash.json'),
+    JSON.stringify({
+      compilerOptions: {
+        target: 'ES2022',
+        module: 'NodeNext',
+        moduleResolution: 'NodeNext',
+        strict: true,
+        outDir: 'out',
+        skipLibCheck: false,
+      },
+      files: ['dash.mts'],
+    }),
+  )
+  await run(TSC, ['-p', 'tsconfig.dash.json'], { cwd: packed.app })
+  const { stdout } = await run(process.execPath, [join(packed.app, 'out', 'dash.mjs')], { cwd: packed.app, env })
+  expect(JSON.parse(stdout)).toEqual({ queues: expect.arrayContaining(['emails']), retry: true, pause: false })
+}, 60_000)

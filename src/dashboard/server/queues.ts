@@ -39,19 +39,35 @@ async function counts(db: DashboardDb, queue: string) {
   return { counts: out, estimated }
 }
 
+/**
+ * Index entries read per minute and state for the throughput: a minute with more is extrapolated from the rate of the
+ * newest ones read (docs/dashboard.md, "Performance").
+ */
+export const THROUGHPUT_SAMPLE = 500
+
 async function throughput(db: DashboardDb, queue: string) {
-  const rows = await db.query<{ minutes_ago: number; state: string; jobs: number }>('dashboard-throughput', [queue])
+  const rows = await db.query<{ minutes_ago: number; state: string; jobs: number; span_ms: number }>(
+    'dashboard-throughput',
+    [queue, THROUGHPUT_SAMPLE],
+  )
   const perMinute = new Array<number>(60).fill(0)
   let completedLastHour = 0
   let failedLastHour = 0
+  let estimated = false
   for (const r of rows) {
+    let jobs = r.jobs
+    if (jobs >= THROUGHPUT_SAMPLE) {
+      // The newest THROUGHPUT_SAMPLE of the minute took span_ms: the same rate over the whole minute.
+      jobs = Math.max(jobs, Math.round((jobs * 60_000) / Math.max(1, Number(r.span_ms))))
+      estimated = true
+    }
     if (r.state === 'completed') {
-      completedLastHour += r.jobs
+      completedLastHour += jobs
       const i = 59 - r.minutes_ago
-      if (i >= 0 && i < 60) perMinute[i] = (perMinute[i] ?? 0) + r.jobs
-    } else failedLastHour += r.jobs
+      if (i >= 0 && i < 60) perMinute[i] = (perMinute[i] ?? 0) + jobs
+    } else failedLastHour += jobs
   }
-  return { completedLastHour, failedLastHour, perMinute }
+  return { completedLastHour, failedLastHour, perMinute, estimated }
 }
 
 interface SettingsRow {
