@@ -152,7 +152,7 @@ try {
       `insert into "${schema}".dedup_keys (queue, key, job_id) select queue, 'k-' || queue || '-' || id, id from "${schema}".jobs where state = 'waiting'`,
     )
     await admin.query(
-      `insert into "${schema}".processed_effects (effect_key) select 'effect:' || g from generate_series(1, 100000) g`,
+      `insert into "${schema}".processed_effects (effect_key, recorded_at) select 'effect:' || g, now() - make_interval(secs => g) from generate_series(1, 100000) g`,
     )
     await admin.query(`vacuum analyze "${schema}".dedup_keys, "${schema}".processed_effects`)
     console.log(
