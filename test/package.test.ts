@@ -58,6 +58,20 @@ await queue.close()
 console.log(JSON.stringify({ outcome: job.outcome, state: job.state }))
 `
 
+/** Compiles `files` of the app with tsc, strict and with skipLibCheck off, into out/. */
+async function compileStrict(tsconfig: string, files: string[]): Promise<void> {
+  const compilerOptions = {
+    target: 'ES2022',
+    module: 'NodeNext',
+    moduleResolution: 'NodeNext',
+    strict: true,
+    outDir: 'out',
+    skipLibCheck: false,
+  }
+  writeFileSync(join(packed.app, tsconfig), JSON.stringify({ compilerOptions, files }))
+  await run(TSC, ['-p', tsconfig], { cwd: packed.app })
+}
+
 it('ships its build, SQL, migrations and documents, and no TypeScript source, test or benchmark', () => {
   expect(readdirSync(installed).sort()).toEqual(['README.md', 'dist', 'docs', 'migrations', 'package.json', 'sql'])
   expect(readdirSync(join(installed, 'dist'))).toEqual(['src'])
@@ -152,21 +166,7 @@ console.log(JSON.stringify({ first: first.outcome, again: again.outcome, same: f
     join(packed.app, 'common.cts'),
     `import * as pgonce from 'pgonce'\nasync function main(): Promise<void> {\n${addOne('cjs')}\n}\nvoid main()\n`,
   )
-  writeFileSync(
-    join(packed.app, 'tsconfig.json'),
-    JSON.stringify({
-      compilerOptions: {
-        target: 'ES2022',
-        module: 'NodeNext',
-        moduleResolution: 'NodeNext',
-        strict: true,
-        outDir: 'out',
-        skipLibCheck: false,
-      },
-      files: ['main.ts', 'common.cts', 'tour.ts'],
-    }),
-  )
-  await run(TSC, ['-p', 'tsconfig.json'], { cwd: packed.app })
+  await compileStrict('tsconfig.json', ['main.ts', 'common.cts', 'tour.ts'])
   // The ESM program: migrate, add twice with one jobId, a typed ValidationError, a worker runs the job once.
   const { stdout } = await run(process.execPath, [join(packed.app, 'out', 'main.js')], { cwd: packed.app, env })
   expect(JSON.parse(stdout)).toEqual({
@@ -252,21 +252,7 @@ await handler.close()
 console.log(JSON.stringify({ queues: queues.queues.map((q) => q.name), retry: config.actions.retry, pause: config.actions.pause }))
 `,
   )
-  writeFileSync(
-    join(packed.app, 'tsconfig.dash.json'),
-    JSON.stringify({
-      compilerOptions: {
-        target: 'ES2022',
-        module: 'NodeNext',
-        moduleResolution: 'NodeNext',
-        strict: true,
-        outDir: 'out',
-        skipLibCheck: false,
-      },
-      files: ['dash.mts'],
-    }),
-  )
-  await run(TSC, ['-p', 'tsconfig.dash.json'], { cwd: packed.app })
+  await compileStrict('tsconfig.dash.json', ['dash.mts'])
   const { stdout } = await run(process.execPath, [join(packed.app, 'out', 'dash.mjs')], { cwd: packed.app, env })
   expect(JSON.parse(stdout)).toEqual({ queues: expect.arrayContaining(['emails']), retry: true, pause: false })
 }, 60_000)
