@@ -1,10 +1,11 @@
 // timeoutMs in a batch (docs/workers.md, "Batch handlers" and "Timeouts"): a job of a batch past its timeout has its
 // own signal aborted with JobTimeoutError and its attempt failed (retried, then failed), the other jobs of the batch
 // are not affected, and whatever the handler returns for it later is ignored; the batch's own signal aborts, and its
-// slot frees, once every job of it timed out.
+// slot frees, once every job of it timed out, and close() still waits for its handler and names its jobs.
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { type BatchOutcome, JobTimeoutError, Queue, Worker, type WorkerOptions } from '../src/index.js'
+import { captureLogger } from './helpers/effects-support.js'
 import { storedJob, waitForState } from './helpers/jobs.js'
 import { type TestSchema, freshSchema } from './helpers/schema.js'
 import { waitFor } from './helpers/wait.js'
@@ -171,6 +172,37 @@ describe('a job of a batch that runs past its timeoutMs', () => {
       expect(errors).toEqual([])
     } finally {
       release.open()
+      await worker.close()
+      await queue.close()
+    }
+  })
+
+  it('keeps a batch whose jobs all timed out waited for by close() up to closeTimeoutMs, named, its jobs as recorded', async () => {
+    const queue = queueOf('batch-timeout-close')
+    const added = await queue.addBulk([
+      { name: 'x', data: { i: 0 }, opts: { timeoutMs: 200, attempts: 1 } },
+      { name: 'y', data: { i: 1 }, opts: { timeoutMs: 250, attempts: 1 } },
+    ])
+    const never = gate()
+    const { logger, entries } = captureLogger()
+    const errors: Error[] = []
+    const worker = new Worker<{ i: number }>('batch-timeout-close', async () => never.wait, {
+      ...opts({ batch: { size: 2 } }),
+      closeTimeoutMs: 300,
+      logger,
+    })
+    worker.on('error', (err) => errors.push(err))
+    try {
+      const recorded = await Promise.all(added.map((j) => waitForState(db, j.id, 'failed')))
+      await worker.close()
+      const warning = entries.find((e) => e.msg === 'pgonce: close timed out; aborting running batches')
+      const { jobs, timedOut } = warning?.obj as { jobs: string[]; timedOut: string[] }
+      expect(jobs).toEqual([])
+      expect(new Set(timedOut)).toEqual(new Set(added.map((j) => j.id)))
+      for (const [i, job] of added.entries()) expect(await storedJob(db, job.id)).toEqual(recorded[i])
+      expect(errors).toEqual([])
+    } finally {
+      never.open()
       await worker.close()
       await queue.close()
     }
