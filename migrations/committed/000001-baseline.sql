@@ -1,5 +1,5 @@
 --! Previous: -
---! Hash: sha1:cdff29878e2aefe91c1e4182e02c3eb9c8ef2b5f
+--! Hash: sha1:9480f0f1c26de0d85aed49b1a22f6cff25f607d6
 --! Message: baseline
 
 -- pgonce's schema, whole, in reading order: the types, the tables (with their autovacuum settings), the rules every
@@ -106,7 +106,10 @@ create table :PGONCE_SCHEMA.jobs (
   -- The last ctx.updateProgress value.
   progress      jsonb,
   trace_context text,
-  stalls        integer not null default 0
+  stalls        integer not null default 0,
+  -- A run's deadline: the claim sets timeout_at from timeout_ms (else the worker's timeoutMs) on the database clock.
+  timeout_ms    integer check (timeout_ms > 0),
+  timeout_at    timestamptz
 ) with (
   -- Every job is updated two or three times and then deleted by retention, so dead row versions pile up fast, and
   -- the default 20 % scale factor waits for a fifth of the table to be dead: vacuum after 1 % (plus 1,000 rows), and
@@ -122,6 +125,10 @@ comment on column :PGONCE_SCHEMA.jobs.cancel_requested_at is 'queue.cancelJob() 
 comment on column :PGONCE_SCHEMA.jobs.trace_context is 'W3C traceparent of the add, continued by the worker''s span.';
 -- A crashed worker's job runs again even when its attempts are used up, once (sql/rescue-expired-leases.sql).
 comment on column :PGONCE_SCHEMA.jobs.stalls is 'How many runs of this job ended with an expired lease (a crashed or blocked worker).';
+comment on column :PGONCE_SCHEMA.jobs.timeout_ms is
+  'queue.add''s timeoutMs: how long a run may take, in ms; null: the worker''s timeoutMs, if any.';
+comment on column :PGONCE_SCHEMA.jobs.timeout_at is
+  'The current (or last) run''s deadline, set by the claim: started_at + timeout_ms, else the worker''s timeoutMs.';
 
 -- The edges of dependsOn: job_id waits on depends_on. Every edge is kept, blocking or not: a live dependent keeps
 -- its parents from being replaced or pruned. The edges go with either job.
@@ -567,7 +574,7 @@ create type :PGONCE_SCHEMA.admission as (
 create function :PGONCE_SCHEMA._admit_one(
   p_queue text, p_name text, p_data jsonb, p_job_id text, p_dedup_id text, p_dedup_ttl_ms bigint,
   p_extend boolean, p_replace boolean, p_delay_ms bigint, p_priority integer, p_max_attempts integer,
-  p_backoff jsonb, p_depends_on bigint[], p_trace_context text,
+  p_backoff jsonb, p_depends_on bigint[], p_trace_context text, p_timeout_ms integer,
   out outcome text, out error :PGONCE_SCHEMA.admission_error, out job :PGONCE_SCHEMA.jobs
 )
 language plpgsql volatile set enable_seqscan = off as $$
@@ -650,13 +657,14 @@ begin
       end if;
     end if;
 
-    -- One row, so no arrays: the same columns and rules as _insert_jobs() (whose call cost ~30 µs here).
+    -- One row: the same columns and rules as the plain adds' INSERTs (sql/add-plain-job.sql, add-plain-jobs.sql).
     insert into :PGONCE_SCHEMA.jobs
-      (id, queue, name, data, job_id, dedup_key, state, run_at, priority, max_attempts, backoff, trace_context)
+      (id, queue, name, data, job_id, dedup_key, state, run_at, priority, max_attempts, backoff, trace_context,
+       timeout_ms)
     values (nextval(':PGONCE_SCHEMA.job_ids'), p_queue, p_name, coalesce(p_data, '{}'::jsonb), p_job_id, p_dedup_id,
       :PGONCE_SCHEMA._new_job_state(v_blocked, p_delay_ms), :PGONCE_SCHEMA._due_at(p_delay_ms),
       coalesce(p_priority, :PGONCE_SCHEMA._default_priority()),
-      coalesce(p_max_attempts, :PGONCE_SCHEMA._default_max_attempts()), p_backoff, p_trace_context)
+      coalesce(p_max_attempts, :PGONCE_SCHEMA._default_max_attempts()), p_backoff, p_trace_context, p_timeout_ms)
     on conflict (job_id) where job_id is not null and :PGONCE_SCHEMA._is_live(state) do nothing
     returning * into job;
     continue when not found;  -- the jobId went live meanwhile: the loop answers with that generation
@@ -786,7 +794,7 @@ $$;
 create function :PGONCE_SCHEMA._admit_batch(
   p_queue text, p_names text[], p_datas jsonb[], p_job_ids text[], p_dedup_ids text[], p_dedup_ttls_ms bigint[],
   p_extends boolean[], p_replaces boolean[], p_delays_ms bigint[], p_priorities integer[], p_max_attempts integer[],
-  p_backoffs jsonb[], p_depends_on text[], p_trace_contexts text[]
+  p_backoffs jsonb[], p_depends_on text[], p_trace_contexts text[], p_timeouts_ms integer[]
 ) returns :PGONCE_SCHEMA.admission[]
 language plpgsql volatile as $$
 declare
@@ -797,7 +805,8 @@ begin
   for i in 1 .. coalesce(cardinality(p_names), 0) loop
     select * into v_one from :PGONCE_SCHEMA._admit_one(p_queue, p_names[i], p_datas[i], p_job_ids[i], p_dedup_ids[i],
       p_dedup_ttls_ms[i], coalesce(p_extends[i], false), coalesce(p_replaces[i], false), p_delays_ms[i],
-      p_priorities[i], p_max_attempts[i], p_backoffs[i], p_depends_on[i]::bigint[], p_trace_contexts[i]);
+      p_priorities[i], p_max_attempts[i], p_backoffs[i], p_depends_on[i]::bigint[], p_trace_contexts[i],
+      p_timeouts_ms[i]);
     -- An element assigned in place (an append would copy the array each time).
     v_answers[i] := row(i, v_one.outcome, v_one.error, v_one.job):::PGONCE_SCHEMA.admission;
     exit when v_one.error is not null;
@@ -812,7 +821,7 @@ $$;
 create function :PGONCE_SCHEMA._add_jobs(
   p_queue text, p_names text[], p_datas jsonb[], p_job_ids text[], p_dedup_ids text[], p_dedup_ttls_ms bigint[],
   p_extends boolean[], p_replaces boolean[], p_delays_ms bigint[], p_priorities integer[], p_max_attempts integer[],
-  p_backoffs jsonb[], p_depends_on text[], p_trace_contexts text[]
+  p_backoffs jsonb[], p_depends_on text[], p_trace_contexts text[], p_timeouts_ms integer[] default null
 ) returns setof :PGONCE_SCHEMA.admission
 language plpgsql volatile as $$
 declare
@@ -826,7 +835,8 @@ begin
       or exists (select 1 from unnest(p_depends_on) d where d is not null)) then
     begin
       v_answers := :PGONCE_SCHEMA._admit_batch(p_queue, p_names, p_datas, p_job_ids, p_dedup_ids, p_dedup_ttls_ms,
-        p_extends, p_replaces, p_delays_ms, p_priorities, p_max_attempts, p_backoffs, p_depends_on, p_trace_contexts);
+        p_extends, p_replaces, p_delays_ms, p_priorities, p_max_attempts, p_backoffs, p_depends_on, p_trace_contexts,
+        p_timeouts_ms);
       v_last := v_answers[cardinality(v_answers)];
       if v_last.error is not null then
         raise exception using errcode = 'PO001', message = 'pgonce: batch item rejected';
@@ -838,7 +848,8 @@ begin
     end;
   else
     v_answers := :PGONCE_SCHEMA._admit_batch(p_queue, p_names, p_datas, p_job_ids, p_dedup_ids, p_dedup_ttls_ms,
-      p_extends, p_replaces, p_delays_ms, p_priorities, p_max_attempts, p_backoffs, p_depends_on, p_trace_contexts);
+      p_extends, p_replaces, p_delays_ms, p_priorities, p_max_attempts, p_backoffs, p_depends_on, p_trace_contexts,
+      p_timeouts_ms);
     v_last := v_answers[cardinality(v_answers)];
     if v_last.error is not null then
       return next v_last;
@@ -857,7 +868,8 @@ $$;
 -- Adds one job with the rules of docs/deduplication.md: the SQL face of queue.add, for triggers, psql and any client.
 -- A rejection (error EXTEND_NOT_PENDING, REPLACE_HAS_DEPENDENTS, DEPENDENCY_NOT_FOUND) writes nothing; it raises
 -- SQLSTATE PO001 unless raise_rejection is false, in which case it comes back in the error column. run_at is an
--- absolute due time instead of delay_ms (both: SQLSTATE 22023).
+-- absolute due time instead of delay_ms (both: SQLSTATE 22023). timeout_ms: how long a run may take, in ms (> 0, the
+-- CHECK of jobs.timeout_ms; null: the worker's timeoutMs, if any).
 create function :PGONCE_SCHEMA.add_job(
   queue text, name text, data jsonb default '{}'::jsonb, job_id text default null,
   dedup_id text default null, dedup_ttl_ms bigint default null,
@@ -865,7 +877,7 @@ create function :PGONCE_SCHEMA.add_job(
   delay_ms bigint default null, priority integer default null,
   max_attempts integer default null, backoff jsonb default null,
   depends_on bigint[] default null, raise_rejection boolean default true, trace_context text default null,
-  run_at timestamptz default null
+  run_at timestamptz default null, timeout_ms integer default null
 ) returns :PGONCE_SCHEMA.admission
 language plpgsql volatile as $$
 declare
@@ -881,7 +893,8 @@ begin
       array[coalesce($8, false)], array[$13::text]);
   end if;
   select 1, a.outcome, a.error, a.job into v_answer from :PGONCE_SCHEMA._admit_one($1, $2, $3, $4, $5, $6,
-    coalesce($7, false), coalesce($8, false), coalesce($9, :PGONCE_SCHEMA._delay_until($16)), $10, $11, $12, $13, $15) a;
+    coalesce($7, false), coalesce($8, false), coalesce($9, :PGONCE_SCHEMA._delay_until($16)), $10, $11, $12, $13, $15,
+    $17) a;
   if v_answer.outcome in ('added', 'replaced') and :PGONCE_SCHEMA._is_queued((v_answer.job).state) then
     perform :PGONCE_SCHEMA._wake($1);
   end if;
@@ -898,7 +911,7 @@ $$;
 
 -- addBulk from SQL: items is a jsonb array of objects with keys name, data, jobId, dedupId, dedupTtlMs, extend,
 -- replace, delayMs, runAt (a timestamptz string, or epoch ms), priority, attempts, backoff, dependsOn (an array of
--- job ids). An item that is not an object, has any other key (a typo must never drop a guarantee silently), or has
+-- job ids), timeoutMs. An item that is not an object, has any other key (a typo must never drop a guarantee silently), or has
 -- both delayMs and runAt, is refused with SQLSTATE 22023 and nothing is added. All or nothing, as _add_jobs: a
 -- rejected item raises PO001 (detail: its error), unless raise_rejection is false, in which case it comes back as the
 -- only row.
@@ -911,10 +924,10 @@ declare
 begin
   select e into v_bad from jsonb_array_elements(items) e
   where jsonb_typeof(e) <> 'object'
-     or e - '{name,data,jobId,dedupId,dedupTtlMs,extend,replace,delayMs,runAt,priority,attempts,backoff,dependsOn}'::text[] <> '{}'::jsonb
+     or e - '{name,data,jobId,dedupId,dedupTtlMs,extend,replace,delayMs,runAt,priority,attempts,backoff,dependsOn,timeoutMs}'::text[] <> '{}'::jsonb
   limit 1;
   if found then
-    raise exception 'pgonce: add_jobs() items are objects with the keys name, data, jobId, dedupId, dedupTtlMs, extend, replace, delayMs, runAt, priority, attempts, backoff, dependsOn (item: %)',
+    raise exception 'pgonce: add_jobs() items are objects with the keys name, data, jobId, dedupId, dedupTtlMs, extend, replace, delayMs, runAt, priority, attempts, backoff, dependsOn, timeoutMs (item: %)',
       left(v_bad::text, 200) using errcode = '22023';
   end if;
   select e into v_bad from jsonb_array_elements(items) e where e ? 'delayMs' and e ? 'runAt' limit 1;
@@ -932,9 +945,10 @@ begin
           order by o) dl,
         array_agg((e->>'priority')::integer order by o) p,
         array_agg((e->>'attempts')::integer order by o) at, array_agg(e->'backoff' order by o) b,
-        array_agg(case when e ? 'dependsOn' then translate((e->'dependsOn')::text, '[]"', '{}') end order by o) dep
+        array_agg(case when e ? 'dependsOn' then translate((e->'dependsOn')::text, '[]"', '{}') end order by o) dep,
+        array_agg((e->>'timeoutMs')::integer order by o) tm
       from jsonb_array_elements(items) with ordinality e(e, o)
-    ) i, :PGONCE_SCHEMA._add_jobs($1, i.n, i.d, i.j, i.k, i.t, i.x, i.r, i.dl, i.p, i.at, i.b, i.dep, null) a
+    ) i, :PGONCE_SCHEMA._add_jobs($1, i.n, i.d, i.j, i.k, i.t, i.x, i.r, i.dl, i.p, i.at, i.b, i.dep, null, i.tm) a
   loop
     if v_answer.error is not null and raise_rejection then
       raise exception 'pgonce: batch item % rejected: %', v_answer.ordinal, v_answer.error

@@ -12,6 +12,7 @@ import { HeldJobs } from './held-jobs.js'
 import { type FetchedRow, claimedToJobRow } from './job-store.js'
 import type { Leases } from './leases.js'
 import type { Runner } from './runner.js'
+import { RunTimeouts } from './timeouts.js'
 
 /** What the Worker and its Fetcher ask of whichever runner it has: the single-job Runner or the BatchRunner. */
 export type JobRunner<Data, Result> = Pick<
@@ -24,6 +25,10 @@ export type JobRunner<Data, Result> = Pick<
  *
  *   forming ──(size reached, waitMs passed, or waitMs 0)──> running ──(handler returned or threw)──> writing ──> gone
  *      └──(close)──> given back, not run
+ *
+ * A job of a running batch past its deadline (timeouts.ts) has its attempt failed at once and leaves the batch's
+ * outcomes: its item is no longer waited for, and what the handler says of it is ignored. Once every job of the batch
+ * timed out, the batch's ctx.signal aborts and its slot frees; its jobs stay held until the handler ends (close()).
  *
  * A worker claims only what it starts (docs/workers.md, "Fetching"): a claim asks for what the forming batch lacks,
  * and only while fewer than `concurrency` batches run, so every claimed job is bound for the next batch to start. While
@@ -47,6 +52,7 @@ export class BatchRunner<Data, Result> implements JobRunner<Data, Result> {
   private writing = 0
   private accepting = true
   private readonly held: HeldJobs<Data>
+  private readonly timeouts: RunTimeouts<Data, Result>
 
   constructor(
     private readonly handler: BatchHandler<Data, Result>,
@@ -62,6 +68,7 @@ export class BatchRunner<Data, Result> implements JobRunner<Data, Result> {
     held: Map<string, HeldJob<Data>>,
   ) {
     this.held = new HeldJobs(held, services.store, reportError, logger)
+    this.timeouts = new RunTimeouts(completer, reportError, logger)
   }
 
   /** How many jobs the next claim asks for: what the forming batch lacks, while a batch slot is free (0: none now). */
@@ -138,6 +145,19 @@ export class BatchRunner<Data, Result> implements JobRunner<Data, Result> {
       const { queue, name, run_at_ms: runAtMs, trace_context: traceContext } = h.row
       return new RunTelemetry(queue, { id: h.id, name, attempts: h.job.attempts, runAtMs, traceContext })
     })
+    // The slot frees once, when the outcomes' failures are recorded, or earlier once every job's timeout is.
+    let slotHeld = true
+    const freeSlot = () => {
+      if (slotHeld) this.slotFreed()
+      slotHeld = false
+    }
+    const timers = hs.map((h, i) =>
+      this.timeouts.arm(h, telemetry[i]!, () => {
+        if (!hs.every((j) => j.timedOut !== null)) return
+        run.abort(h.timedOut as Error)
+        freeSlot()
+      }),
+    )
     let settled: Settled<Result>[]
     try {
       settled = await settleOutcomes(
@@ -146,22 +166,35 @@ export class BatchRunner<Data, Result> implements JobRunner<Data, Result> {
           run,
         ),
         hs.length,
+        hs.map((h) => (h.deadline === null ? undefined : timedOut(h))),
       )
     } catch (thrown) {
       const err = handlerError(thrown)
       settled = hs.map(() => ({ ok: false, err }))
     }
+    for (const timer of timers) clearTimeout(timer)
     this.running.delete(run)
-    hs.forEach((h, i) => {
+    // A job that timed out meanwhile has its attempt recorded: what the handler says of it is ignored.
+    const live = hs.flatMap((h, i) => {
       const s = settled[i]!
-      telemetry[i]!.end(s.ok ? undefined : s.err)
-      h.phase = 'settling'
+      if (h.timedOut === null) return [{ h, s, t: telemetry[i]! }]
+      this.timeouts.endedAfterTimeout(h, s.ok ? undefined : s.err)
+      this.held.settled(h)
+      return []
     })
-    await this.writeOutcomes(hs, settled)
+    for (const { h, s, t } of live) {
+      t.end(s.ok ? undefined : s.err)
+      h.phase = 'settling'
+    }
+    await this.writeOutcomes(
+      live.map((l) => l.h),
+      live.map((l) => l.s),
+      freeSlot,
+    )
   }
 
   /** Failures first, then the slot frees, then the completions (one statement for the batch: Completer). */
-  private async writeOutcomes(hs: HeldJob<Data>[], settled: Settled<Result>[]): Promise<void> {
+  private async writeOutcomes(hs: HeldJob<Data>[], settled: Settled<Result>[], freeSlot: () => void): Promise<void> {
     const written = (h: HeldJob<Data>) => (p: Promise<void>) =>
       p.catch(this.reportError).then(() => this.held.settled(h))
     const failures = hs.flatMap((h, i) => {
@@ -170,7 +203,7 @@ export class BatchRunner<Data, Result> implements JobRunner<Data, Result> {
     })
     await Promise.all(failures)
     this.writing++
-    this.slotFreed()
+    freeSlot()
     const completions = hs.flatMap((h, i) => {
       const s = settled[i]!
       return s.ok ? [written(h)(this.completer.succeeded(h, s.value))] : []
@@ -194,4 +227,14 @@ export class BatchRunner<Data, Result> implements JobRunner<Data, Result> {
     }
     this.held.settled(h)
   }
+}
+
+/** Resolves with the job's JobTimeoutError when its run times out (timeouts.ts sets it before it aborts the signal). */
+function timedOut<Data>(h: HeldJob<Data>): Promise<Error> {
+  return new Promise((resolve) => {
+    if (h.timedOut !== null) return resolve(h.timedOut)
+    h.signal.addEventListener('abort', () => {
+      if (h.timedOut !== null) resolve(h.timedOut)
+    })
+  })
 }

@@ -41,10 +41,13 @@ export type BatchReturn<Result> = readonly (BatchOutcome<Result> | Promise<Batch
 
 /** What a batch handler gets besides its jobs. */
 export interface BatchContext<Data = unknown> {
-  /** Aborts when `close()` stops waiting for the batch. A job's own lease loss or cancellation: `ctx.for(job).signal`. */
+  /**
+   * Aborts when `close()` stops waiting for the batch, or once every job of the batch timed out (with the
+   * `JobTimeoutError` of the last). A job's own lease loss, cancellation or timeout: `ctx.for(job).signal`.
+   */
   readonly signal: AbortSignal
   /**
-   * The context of one job of the batch, as a single-job handler gets it: its own `signal` (lease lost, cancelled),
+   * The context of one job of the batch, as a single-job handler gets it: its own `signal` (lease lost, cancelled, timed out),
    * `effect` and `runOnce` recorded for that job, `transaction` completing that job, `updateProgress`, `logger`.
    */
   for(job: Job<Data>): JobContext
@@ -102,10 +105,16 @@ export class BatchRun<Data> implements BatchContext<Data> {
 export type Settled<Result> = { ok: true; value: Result } | { ok: false; err: Error }
 
 /**
- * Turns what a batch handler returned into one outcome per job, waiting for the promises it holds. A return of the
- * wrong shape (not an array, or not one item per job) fails every job's attempt, with an error saying so.
+ * Turns what a batch handler returned into one outcome per job, waiting for the promises it holds, except that an
+ * item still pending when `left[i]` resolves (its job timed out) is left, failed with that error: a hanging item holds
+ * back the other jobs of the batch no longer than its job's timeout. A return of the wrong shape (not an array, or not
+ * one item per job) fails every job's attempt, with an error saying so.
  */
-export async function settleOutcomes<Result>(returned: BatchReturn<Result>, jobs: number): Promise<Settled<Result>[]> {
+export async function settleOutcomes<Result>(
+  returned: BatchReturn<Result>,
+  jobs: number,
+  left: readonly (Promise<Error> | undefined)[] = [],
+): Promise<Settled<Result>[]> {
   if (returned === undefined || returned === null) {
     return Array.from({ length: jobs }, () => ({ ok: true, value: null as Result }))
   }
@@ -117,9 +126,12 @@ export async function settleOutcomes<Result>(returned: BatchReturn<Result>, jobs
     return Array.from({ length: jobs }, () => ({ ok: false, err }))
   }
   const items = await Promise.allSettled(
-    (returned as readonly (BatchOutcome<Result> | Promise<BatchOutcome<Result>>)[]).map((item) =>
-      Promise.resolve(item),
-    ),
+    (returned as readonly (BatchOutcome<Result> | Promise<BatchOutcome<Result>>)[]).map((item, i) => {
+      const until = left[i]
+      if (until === undefined) return Promise.resolve(item)
+      // Promise.race handles a rejection of the item that comes after it was left: no unhandled rejection.
+      return Promise.race([item, until.then((err) => Promise.reject(err))])
+    }),
   )
   return items.map((item) => {
     if (item.status === 'rejected') return { ok: false, err: handlerError(item.reason) }

@@ -1,7 +1,7 @@
 // Runs claimed jobs on the worker's handler slots: how many to claim (the free slots plus a window sized from the
 // handlers' pace), the claimed jobs waiting for a slot, the handlers, and the wait for them at close.
 
-import { JobTimeoutError, LeaseLostError, handlerError } from '../errors.js'
+import { LeaseLostError, handlerError } from '../errors.js'
 import { Job, type JobOwner } from '../job.js'
 import type { Logger } from '../logger.js'
 import { RunTelemetry } from '../telemetry/run-telemetry.js'
@@ -10,6 +10,7 @@ import { type ContextServices, HeldJob, type JobContext } from './context.js'
 import { HeldJobs } from './held-jobs.js'
 import { type FetchedRow, claimedToJobRow } from './job-store.js'
 import type { Leases } from './leases.js'
+import { RunTimeouts } from './timeouts.js'
 
 /** Processes one job; its return value is stored as the job's result (JSON). */
 export type Handler<Data, Result> = (job: Job<Data>, ctx: JobContext) => Result | Promise<Result>
@@ -52,6 +53,7 @@ export class Runner<Data, Result> {
   private readonly pace = new Pace()
   private giveBackTimer: NodeJS.Timeout | undefined
   private readonly held: HeldJobs<Data>
+  private readonly timeouts: RunTimeouts<Data, Result>
 
   constructor(
     private readonly handler: Handler<Data, Result>,
@@ -67,6 +69,7 @@ export class Runner<Data, Result> {
     held: Map<string, HeldJob<Data>>,
   ) {
     this.held = new HeldJobs(held, services.store, reportError, logger)
+    this.timeouts = new RunTimeouts(completer, reportError, logger)
   }
 
   /**
@@ -168,14 +171,24 @@ export class Runner<Data, Result> {
     })
     let result: Result | undefined
     let err: Error | undefined
-    const timer = this.armTimeout(h, run)
+    // At the deadline (timeouts.ts) the attempt is failed, and the slot frees once that is recorded, as after a throw:
+    // the handler is no longer counted in `concurrency`, but its job stays held until it ends.
+    const timer = this.timeouts.arm(h, run, () => {
+      this.pace.jobFinished()
+      this.running--
+      this.fill()
+      this.held.notifyFreed()
+    })
     try {
       result = await run.within(() => this.handler(h.job, h))
     } catch (thrown) {
       err = handlerError(thrown)
     }
     clearTimeout(timer)
-    if (h.timedOut !== null) return this.endedAfterTimeout(h, err)
+    if (h.timedOut !== null) {
+      this.timeouts.endedAfterTimeout(h, err)
+      return this.held.settled(h)
+    }
     run.end(err)
     this.pace.jobFinished()
     h.phase = 'settling'
@@ -193,43 +206,6 @@ export class Runner<Data, Result> {
       this.running--
       this.fill()
     }
-    this.held.settled(h)
-  }
-
-  /** A timer at the run's deadline (HeldJob.deadline), if it has one. */
-  private armTimeout(h: HeldJob<Data>, run: RunTelemetry): NodeJS.Timeout | undefined {
-    if (h.deadline === null) return undefined
-    return setTimeout(() => void this.timedOut(h, run), Math.max(0, h.deadline - performance.now()))
-  }
-
-  /**
-   * The run reached its deadline: `ctx.signal` aborts with JobTimeoutError and the attempt is failed with it (retried
-   * or failed for good, sql/fail-job.sql). The slot frees once that is recorded, as after a throw; the handler is no
-   * longer counted in `concurrency`, but its job stays held until it ends, so that close() waits for it and names it.
-   * Its completion would be refused anyway (sql/complete-jobs.sql, past timeout_at). Not when the run's outcome is
-   * decided already: a ctx.transaction committing (the database decides), a lost lease, close() gave up on it. The
-   * run's span and duration end here, with the error.
-   */
-  private async timedOut(h: HeldJob<Data>, run: RunTelemetry): Promise<void> {
-    if (h.phase !== 'running' || h.completion !== null || h.lost || h.abandoned) return
-    const err = (h.timedOut = h.pastDeadline() ?? new JobTimeoutError(h.id, h.timeoutMs as number))
-    h.phase = 'settling'
-    h.abort(err)
-    run.end(err)
-    this.pace.jobFinished()
-    this.logger.warn({ jobId: h.id, timeoutMs: h.timeoutMs }, 'pgonce: job timed out; its handler is aborted')
-    await this.completer.threw(h, err).catch(this.reportError)
-    this.running--
-    this.fill()
-    this.held.notifyFreed()
-  }
-
-  /** A timed-out run's handler ended at last: what it returned or threw is ignored (its attempt is recorded). */
-  private endedAfterTimeout(h: HeldJob<Data>, err: Error | undefined): void {
-    this.logger.debug(
-      { jobId: h.id, err },
-      'pgonce: the handler of a timed-out job ended; its outcome is ignored (the timeout was recorded)',
-    )
     this.held.settled(h)
   }
 

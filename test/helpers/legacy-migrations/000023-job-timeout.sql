@@ -1,5 +1,5 @@
---! Previous: sha1:cdff29878e2aefe91c1e4182e02c3eb9c8ef2b5f
---! Hash: sha1:4ebf991b907740f1f86922836c8e7d2e782af4db
+--! Previous: sha1:e704afc14ba435d4843ed4cd98f1faf47d5c8a1a
+--! Hash: sha1:3fa976c133f90dbc2ef60bc7e460926a48fc6645
 --! Message: job-timeout
 
 -- A per-job timeout (timeoutMs; docs/workers.md#timeouts). A run's deadline is on the database clock: the claim sets
@@ -113,7 +113,7 @@ begin
       end if;
     end if;
 
-    -- One row, so no arrays: the same columns and rules as _insert_jobs() (whose call cost ~30 µs here).
+    -- One row: the same columns and rules as the plain adds' INSERTs (sql/add-plain-job.sql, add-plain-jobs.sql).
     insert into :PGONCE_SCHEMA.jobs
       (id, queue, name, data, job_id, dedup_key, state, run_at, priority, max_attempts, backoff, trace_context,
        timeout_ms)
@@ -231,7 +231,7 @@ begin
   else
     v_answers := :PGONCE_SCHEMA._admit_batch(p_queue, p_names, p_datas, p_job_ids, p_dedup_ids, p_dedup_ttls_ms,
       p_extends, p_replaces, p_delays_ms, p_priorities, p_max_attempts, p_backoffs, p_depends_on, p_trace_contexts,
-        p_timeouts_ms);
+      p_timeouts_ms);
     v_last := v_answers[cardinality(v_answers)];
     if v_last.error is not null then
       return next v_last;
