@@ -176,10 +176,13 @@ export class Effects {
     return first
   }
 
-  /** @internal `record` after {@link knownRecorded} said no (ctx.effect asks before opening its transaction). */
-  async recordInLedger(tx: Transactional, key: string): Promise<boolean> {
+  /**
+   * @internal `record` after {@link knownRecorded} said no (ctx.effect asks before opening its transaction); `jobId`:
+   * the job whose ctx.effect records it (the ledger row names it).
+   */
+  async recordInLedger(tx: Transactional, key: string, jobId: string | null = null): Promise<boolean> {
     const execute = executorFor(tx, 'tx', this.named)
-    const rows = await execute(sqlFor('effects-record', this.schema), [key])
+    const rows = await execute(sqlFor('effects-record', this.schema), [key, jobId])
     const first = rows.length > 0
     this.#logger.debug({ key, first }, 'pgonce: effect recorded')
     return first

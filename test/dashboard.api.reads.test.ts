@@ -5,7 +5,9 @@
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { dashboard } from '../src/dashboard/index.js'
+import { Worker } from '../src/index.js'
 import { type Served, call, serveDashboard, queuesOn, setState } from './helpers/dashboard.js'
+import { waitForState } from './helpers/jobs.js'
 import { type TestSchema, freshSchema } from './helpers/schema.js'
 
 let db: TestSchema
@@ -180,6 +182,33 @@ describe('api/jobs/:id', () => {
     expect(failed).toMatchObject({ state: 'failed', lastError: 'card declined', waitsFor: [] })
     expect(failed.errorStack).toContain('at handler')
     expect(failed.timeline.map((e: { event: string }) => e.event)).toEqual(['created', 'started', 'failed'])
+  })
+
+  it("lists the effects the job's ctx.effect recorded, and the ledger names the job", async () => {
+    const q = queueOf('effected')
+    const job = await q.add('charge', {})
+    const other = await q.add('charge', {})
+    const worker = new Worker(
+      'effected',
+      async (j, ctx) => {
+        await ctx.effect(`charge:${j.id}`, async () => {})
+        await ctx.effect(`mail:${j.id}`, async () => {})
+      },
+      { connectionString: db.url, schema: db.schema, migrate: false, pollIntervalMs: 50 },
+    )
+    try {
+      await waitForState(db, job.id, 'completed')
+      await waitForState(db, other.id, 'completed')
+    } finally {
+      await worker.close()
+    }
+    const { body } = await api(`jobs/${job.id}`)
+    expect(body.job.effects.map((e: { key: string }) => e.key)).toEqual([`charge:${job.id}`, `mail:${job.id}`])
+    expect(body.job.effects[0].recordedAt).toEqual(expect.any(String))
+    const ledger = (await api(`effects?search=${encodeURIComponent(`mail:${job.id}`)}`)).body.effects
+    expect(ledger).toEqual([{ key: `mail:${job.id}`, jobId: job.id, recordedAt: expect.any(String) }])
+    // The ledger's own test below lists the whole ledger.
+    await db.pool.query(`delete from "${db.schema}".processed_effects where job_id is not null`)
   })
 
   it('answers 404 for a job that does not exist and 400 for a bad id', async () => {

@@ -250,7 +250,7 @@ export class HeldJob<Data> implements JobContext {
       return 'duplicate-done'
     }
     const outcome = await inTransaction(pool, logger, async (tx) => {
-      if (!(await effects.recordInLedger(tx, key))) return 'duplicate-done' as const
+      if (!(await effects.recordInLedger(tx, key, this.id))) return 'duplicate-done' as const
       await fn(tx)
       return 'ran' as const
     })

@@ -83,6 +83,7 @@ export async function getJobDetail(db: DashboardDb, idText: string) {
   const [j] = await db.query<JobRow>('dashboard-job', [id])
   if (j === undefined) throw notFound(`job ${id}`)
   const relations = await db.query<RelationRow>('dashboard-job-relations', [id, RELATED])
+  const effects = await db.query<{ key: string; recorded_at: Date }>('dashboard-job-effects', [id, RELATED])
   const related = (kind: 'parent' | 'child') =>
     relations.filter((r) => r.kind === kind).map((r) => ({ id: r.id as string, name: r.name, state: r.state }))
   const keyRow = relations.find((r) => r.kind === 'key')
@@ -107,8 +108,7 @@ export async function getJobDetail(db: DashboardDb, idText: string) {
       timeline: timeline(j),
       dependencies: { parents: related('parent'), children: related('child') },
       key,
-      // The ledger records the effect's key and time, not the job that recorded it (docs/dashboard.md).
-      effects: [] as { key: string; recordedAt: string }[],
+      effects: effects.map((e) => ({ key: e.key, recordedAt: e.recorded_at.toISOString() })),
       waitsFor: waitsFor(j),
     },
   }

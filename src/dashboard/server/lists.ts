@@ -63,17 +63,15 @@ export async function listEffects(db: DashboardDb, q: { search?: string; after?:
   const { exact, prefix } = keySearch(q.search)
   const limit = parseLimit(q.limit)
   const after = decodeCursor(q.after, 'effects', 2)
-  const rows = await db.query<{ key: string; recorded_at: Date; k1: string }>('dashboard-effects', [
-    exact,
-    prefix,
-    after,
-    limit,
-  ])
+  const rows = await db.query<{ key: string; job_id: string | null; recorded_at: Date; k1: string }>(
+    'dashboard-effects',
+    [exact, prefix, after, limit],
+  )
   // The claims are few (running ones, and done markers until their doneTtl): the first page of them, by key.
   const claims = after !== null ? [] : await db.query<ClaimRow>('dashboard-claims', [exact, prefix, limit])
   const last = rows.at(-1)
   return {
-    effects: rows.map((r) => ({ key: r.key, jobId: null, recordedAt: r.recorded_at.toISOString() })),
+    effects: rows.map((r) => ({ key: r.key, jobId: r.job_id, recordedAt: r.recorded_at.toISOString() })),
     claims: claims.map((c) => ({
       key: c.key,
       state: c.state,
