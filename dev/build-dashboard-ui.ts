@@ -1,19 +1,37 @@
 // Builds the dashboard's browser UI (src/dashboard/ui) into dist/dashboard-ui/{index.html,app.js,app.css}: one
 // minified script (Preact bundled in) and one stylesheet, no CDN, so the package works offline. `npm run build` runs it.
 
-import { copyFile, mkdir, rm } from 'node:fs/promises'
+import { mkdir, readFile, rename, writeFile } from 'node:fs/promises'
+import { basename } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { build } from 'esbuild'
+import { build, type BuildOptions } from 'esbuild'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
 const source = `${root}src/dashboard/ui/`
 const out = `${root}dist/dashboard-ui/`
 
-await rm(out, { recursive: true, force: true })
+// Each file is written beside its place and renamed over it: a test file building while another test serves the
+// assets never serves half a file.
+async function put(path: string, contents: Uint8Array | string): Promise<void> {
+  const temporary = `${out}.${basename(path)}.${process.pid}.tmp`
+  await writeFile(temporary, contents)
+  await rename(temporary, path)
+}
+
+async function bundle(options: BuildOptions): Promise<void> {
+  const { outputFiles } = await build({
+    bundle: true,
+    minify: true,
+    logLevel: 'warning',
+    legalComments: 'none',
+    ...options,
+    write: false,
+  })
+  for (const file of outputFiles) await put(file.path, file.contents)
+}
+
 await mkdir(out, { recursive: true })
-const common = { bundle: true, minify: true, logLevel: 'warning', legalComments: 'none' } as const
-await build({
-  ...common,
+await bundle({
   entryPoints: [`${source}main.tsx`],
   outfile: `${out}app.js`,
   format: 'iife',
@@ -22,11 +40,6 @@ await build({
   jsx: 'automatic',
   jsxImportSource: 'preact',
 })
-await build({
-  ...common,
-  entryPoints: [`${source}app.css`],
-  outfile: `${out}app.css`,
-  target: ['chrome100', 'safari15'],
-})
-await copyFile(`${source}index.html`, `${out}index.html`)
+await bundle({ entryPoints: [`${source}app.css`], outfile: `${out}app.css`, target: ['chrome100', 'safari15'] })
+await put(`${out}index.html`, await readFile(`${source}index.html`))
 console.log(`dashboard UI built into ${out}`)
