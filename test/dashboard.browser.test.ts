@@ -28,6 +28,8 @@ let browser: Browser
 let context: BrowserContext
 let page: Page
 const requests: string[] = []
+/** The path of the request the action test makes to be refused. */
+let refusedPath = ''
 const problems: string[] = []
 
 beforeAll(async () => {
@@ -44,7 +46,10 @@ beforeAll(async () => {
   context.setDefaultTimeout(10_000)
   context.on('request', (request) => requests.push(request.url()))
   context.on('console', (message) => {
-    if (message.type() === 'error') problems.push(`console: ${message.text()}`)
+    // The one error expected: Chromium logs the 403 of the refused request that the action test makes on purpose.
+    if (message.type() === 'error' && !(refusedPath && message.location().url.endsWith(refusedPath))) {
+      problems.push(`console: ${message.text()} (${message.location().url})`)
+    }
   })
   context.on('weberror', (error) => problems.push(`page error: ${error.error().message}`))
   page = await context.newPage()
@@ -111,17 +116,16 @@ describe('the dashboard in a browser', () => {
     expect(await rowText('reminder')).toContain('delayed')
   })
 
-  it("a job's page: data, result, progress, error with its stack, timeline, dependencies, key, effects, why it waits", async () => {
+  it("a job's page: data, result, progress, error with its stack, timeline, dependencies, its key, why it waits", async () => {
     await open(`jobs/${seed.failed[0]}`)
     await page.getByRole('heading', { name: `Job #${seed.failed[0]}` }).waitFor()
     expect(await page.getByLabel('Stack trace').innerText()).toContain('Error: card declined: insufficient funds')
-    expect(await page.getByLabel('Data', { exact: true }).innerText()).toContain('"customer": "cy"')
+    expect(await page.locator('pre[aria-label="Data"]').innerText()).toContain('"customer": "cy"')
     expect(await page.locator('.timeline').innerText()).toMatch(/failed/)
 
     await open(`jobs/${seed.completed[0]}`)
-    expect(await page.getByLabel('Result', { exact: true }).innerText()).toContain('"charged": 10')
-    expect(await page.getByLabel('Progress', { exact: true }).innerText()).toContain('"step": "charged"')
-    expect(await page.locator('section[aria-label="Dedup key"]').innerText()).toContain('charge:1')
+    expect(await page.locator('pre[aria-label="Result"]').innerText()).toContain('"charged": 10')
+    expect(await page.locator('pre[aria-label="Progress"]').innerText()).toContain('"step": "charged"')
 
     await open(`jobs/${seed.child}`)
     expect(await page.getByLabel('Why it waits').innerText()).toMatch(/parents/)
@@ -138,8 +142,8 @@ describe('the dashboard in a browser', () => {
     await open('keys')
     expect(await rowText('digest:bob')).toMatch(/in (59|60) min/)
     expect(await rowText('welcome:ann')).toContain('until the owner finishes')
-    await page.getByLabel('Key').fill('welcome:ann')
-    await page.getByLabel('Key').press('Enter')
+    await page.getByLabel('Key', { exact: true }).fill('welcome:ann')
+    await page.getByLabel('Key', { exact: true }).press('Enter')
     const why = page.getByRole('status').filter({ hasText: 'Why an add with this key is deduplicated' })
     await why.getByRole('link', { name: `#${seed.keyOwner}` }).waitFor()
     expect(await why.innerText()).toContain('(waiting) holds it until it finishes')
@@ -150,7 +154,8 @@ describe('the dashboard in a browser', () => {
 
   it('effects and runOnce claims, schedulers, and the failed set grouped by error', async () => {
     await open('effects')
-    expect(await rowText('charge:1')).toContain(`#${seed.completed[0]}`)
+    expect(await rowText('charge:1')).toMatch(/ago/)
+    expect(await rowText('charge:2')).toMatch(/ago/)
     expect(await rowText('receipt:2')).toContain('done')
     await open('schedulers')
     expect(await rowText('daily-digest')).toContain('0 8 * * *')
@@ -171,6 +176,7 @@ describe('the dashboard in a browser', () => {
     await page.locator('h1 .badge', { hasText: 'waiting' }).waitFor()
 
     expect(await page.getByRole('button', { name: 'Remove' }).count()).toBe(0)
+    refusedPath = `/api/jobs/${id}/remove`
     expect(await page.getByRole('button', { name: 'Cancel' }).count()).toBe(1)
     const refused = await page.evaluate(async (path) => {
       const response = await fetch(path, {
@@ -179,7 +185,7 @@ describe('the dashboard in a browser', () => {
         body: '{}',
       })
       return { status: response.status, body: (await response.json()) as { error: { code: string } } }
-    }, `api/jobs/${id}/remove`)
+    }, refusedPath.slice(1))
     expect(refused).toEqual({ status: 403, body: { error: expect.objectContaining({ code: 'FORBIDDEN' }) } })
     expect(await stateOf(id)).toBe('waiting')
   })

@@ -82,6 +82,8 @@ export interface Claim {
   state: string
   jobId: string | null
   expiresAt: string | null
+  /** A running claim whose holder's time is up: the next runOnce of the key takes it over. */
+  expired?: boolean
 }
 
 export interface Scheduler {

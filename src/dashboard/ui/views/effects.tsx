@@ -12,20 +12,23 @@ export function EffectsView({ route }: { route: Route }): JSX.Element {
   const polled = usePoll<{ effects: Effect[]; claims: Claim[] } & Page>(`effects${query({ search, after })}`)
   const effects = polled.data?.effects ?? []
   const claims = polled.data?.claims ?? []
+  // The ledger and the claims name no job today (api/effects answers jobId null): the column shows only when one does.
+  const effectsWithJob = effects.some((effect) => effect.jobId !== null)
+  const claimsWithJob = claims.some((claim) => claim.jobId !== null)
   return (
     <section aria-labelledby="view-title">
       <Heading>Effects</Heading>
       <form class="filters" role="search" key={search} onSubmit={submitTo('effects', ['search'])}>
         <label class="grow">
           Key
-          <input name="search" type="search" defaultValue={search ?? ''} placeholder="an effect's key" />
+          <input name="search" type="search" defaultValue={search ?? ''} placeholder="a key, or a prefix: abc*" />
         </label>
         <button type="submit">Search</button>
       </form>
       <PollStatus polled={polled} />
       <h2>Ledger</h2>
       <Table
-        columns={['Key', 'Job', 'Recorded']}
+        columns={effectsWithJob ? ['Key', 'Job', 'Recorded'] : ['Key', 'Recorded']}
         rows={effects}
         loaded={polled.data !== undefined}
         empty="No effect recorded."
@@ -34,9 +37,11 @@ export function EffectsView({ route }: { route: Route }): JSX.Element {
             <Cell label="Key">
               <code>{effect.key}</code>
             </Cell>
-            <Cell label="Job">
-              <JobLink id={effect.jobId} />
-            </Cell>
+            {effectsWithJob && (
+              <Cell label="Job">
+                <JobLink id={effect.jobId} />
+              </Cell>
+            )}
             <Cell label="Recorded">
               <Time at={effect.recordedAt} />
             </Cell>
@@ -46,7 +51,7 @@ export function EffectsView({ route }: { route: Route }): JSX.Element {
       <Pager view="effects" params={{ search }} after={after} next={polled.data?.next} />
       <h2>runOnce claims</h2>
       <Table
-        columns={['Key', 'State', 'Job', 'Expires']}
+        columns={claimsWithJob ? ['Key', 'State', 'Job', 'Expires'] : ['Key', 'State', 'Expires']}
         rows={claims}
         loaded={polled.data !== undefined}
         empty="No claim."
@@ -57,10 +62,13 @@ export function EffectsView({ route }: { route: Route }): JSX.Element {
             </Cell>
             <Cell label="State">
               <StateBadge state={claim.state} />
+              {claim.expired && <span class="badge">expired</span>}
             </Cell>
-            <Cell label="Job">
-              <JobLink id={claim.jobId} />
-            </Cell>
+            {claimsWithJob && (
+              <Cell label="Job">
+                <JobLink id={claim.jobId} />
+              </Cell>
+            )}
             <Cell label="Expires">
               <Time at={claim.expiresAt} empty="never" />
             </Cell>

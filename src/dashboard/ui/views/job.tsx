@@ -162,7 +162,9 @@ function JobMeta({ job }: { job: JobDetail }): JSX.Element {
         )}
         <h2>Effects</h2>
         {job.effects.length === 0 ? (
-          <p class="muted">None recorded.</p>
+          <p class="muted">
+            None linked to this job; the whole ledger is under <a href="#/effects">Effects</a>.
+          </p>
         ) : (
           <ul>
             {job.effects.map((effect) => (
