@@ -12,7 +12,7 @@ import type { Browser, BrowserContext, Page } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { dashboard, type DashboardHandler } from '../src/dashboard/index.js'
 import { launchChromium } from './helpers/chromium.js'
-import { type DashboardSeed, seedDashboard } from './helpers/dashboard-seed.js'
+import { type DashboardUiSeed, seedDashboardUi } from './helpers/dashboard-ui-seed.js'
 import { type TestSchema, freshSchema } from './helpers/schema.js'
 import { waitFor } from './helpers/wait.js'
 
@@ -20,7 +20,7 @@ const ROOT = join(import.meta.dirname, '..')
 const BASE_PATH = '/ops/queues'
 
 let db: TestSchema
-let seed: DashboardSeed
+let seed: DashboardUiSeed
 let handler: DashboardHandler
 let server: http.Server
 let origin: string
@@ -35,7 +35,7 @@ const problems: string[] = []
 beforeAll(async () => {
   await promisify(execFile)('npm', ['run', 'build:dashboard-ui'], { cwd: ROOT, timeout: 60_000 })
   db = await freshSchema('dash_browser')
-  seed = await seedDashboard(db.url, db.schema)
+  seed = await seedDashboardUi(db.url, db.schema)
   // Every action but remove: the UI must hide Remove, and the server must refuse it anyway.
   handler = dashboard({ connectionString: db.url, schema: db.schema, basePath: BASE_PATH, can: (a) => a !== 'remove' })
   server = http.createServer(handler)

@@ -2,6 +2,7 @@
 import type { JSX } from 'preact'
 import { call, STATES, type QueueInfo } from '../api.js'
 import { ActionButton, Cell, Heading, PollStatus, Sparkline } from '../components.js'
+import { duration } from '../format.js'
 import { usePoll } from '../poll.js'
 import { href } from '../route.js'
 import { Table } from '../table.js'
@@ -68,16 +69,14 @@ async function act(path: string, verb: 'pause' | 'resume', name: string): Promis
   return `Queue ${name} ${verb === 'pause' ? 'paused' : 'resumed'}`
 }
 
-/** `{ completed: { age: 3600 } }` as `completed: age 3600`; the fallback when there is nothing. */
+/** Settings as `completed 1 d, failed 7 d, maxCompleted 1000` (a name ending in Ms is a duration; null is unset). */
 function summary(value: Record<string, unknown> | null, fallback: string): string {
-  if (!value || Object.keys(value).length === 0) return fallback
-  return Object.entries(value)
-    .map(([name, inner]) => `${name}: ${typeof inner === 'object' && inner !== null ? flat(inner) : String(inner)}`)
-    .join('; ')
-}
-
-function flat(value: object): string {
-  return Object.entries(value)
-    .map(([name, inner]) => `${name} ${typeof inner === 'object' ? JSON.stringify(inner) : String(inner)}`)
-    .join(', ')
+  const parts = Object.entries(value ?? {})
+    .filter(([, inner]) => inner !== null && inner !== undefined)
+    .map(([name, inner]) =>
+      name.endsWith('Ms') && typeof inner === 'number'
+        ? `${name.slice(0, -2)} ${duration(inner)}`
+        : `${name} ${typeof inner === 'string' ? inner : JSON.stringify(inner)}`,
+    )
+  return parts.length === 0 ? fallback : parts.join(', ')
 }

@@ -6,7 +6,7 @@ import pg from 'pg'
 import { Queue, Worker } from '../../src/index.js'
 import { waitFor } from './wait.js'
 
-export interface DashboardSeed {
+export interface DashboardUiSeed {
   /** Completed orders (each recorded the effect `charge:<order>` and ran `receipt:<order>` once). */
   completed: string[]
   /** Failed orders: two `card declined: insufficient funds`, one `payment gateway timed out`. */
@@ -26,8 +26,15 @@ export interface DashboardSeed {
 
 type Order = { order: number; customer: string; fail?: string }
 
+/** The error a payment provider's client would throw, with a short stack that reads the same on every machine. */
+function declined(message: string): Error {
+  const error = new Error(message)
+  error.stack = `Error: ${message}\n    at chargeCard (billing/payments.ts:42:11)\n    at handleOrder (workers/orders.ts:18:5)`
+  return error
+}
+
 /** Seeds `schema` (already migrated) through `connectionString`; every queue and worker it opens is closed. */
-export async function seedDashboard(connectionString: string, schema: string): Promise<DashboardSeed> {
+export async function seedDashboardUi(connectionString: string, schema: string): Promise<DashboardUiSeed> {
   const options = { connectionString, schema, migrate: false }
   const orders = new Queue<Order>('orders', options)
   const emails = new Queue<Record<string, unknown>>('emails', options)
@@ -36,7 +43,7 @@ export async function seedDashboard(connectionString: string, schema: string): P
   const worker = new Worker<Order, { charged: number }>(
     'orders',
     async (job, ctx) => {
-      if (job.data.fail) throw new Error(job.data.fail)
+      if (job.data.fail) throw declined(job.data.fail)
       await ctx.effect(`charge:${job.data.order}`, async () => undefined)
       await ctx.runOnce(`receipt:${job.data.order}`, () => undefined)
       await ctx.updateProgress({ step: 'charged' })
