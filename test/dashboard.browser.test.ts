@@ -11,6 +11,7 @@ import { promisify } from 'node:util'
 import type { Browser, BrowserContext, Page } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { dashboard, type DashboardHandler } from '../src/dashboard/index.js'
+import { Queue } from '../src/index.js'
 import { launchChromium } from './helpers/chromium.js'
 import { type DashboardUiSeed, seedDashboardUi } from './helpers/dashboard-ui-seed.js'
 import { type TestSchema, freshSchema } from './helpers/schema.js'
@@ -134,6 +135,11 @@ describe('the dashboard in a browser', () => {
       .getByRole('link', { name: `#${seed.parent}` })
       .waitFor()
 
+    await open(`jobs/${seed.pausedJob}`)
+    expect(await page.getByLabel('Why it waits').innerText()).toContain('queue reports is paused')
+    await open(`jobs/${seed.delayed}`)
+    expect(await page.getByLabel('Why it waits').innerText()).toMatch(/delay: .* in (59|60) min/)
+
     await open(`jobs/${seed.keyOwner}`)
     expect(await page.locator('section[aria-label="Dedup key"]').innerText()).toContain('welcome:ann held until')
   })
@@ -188,6 +194,51 @@ describe('the dashboard in a browser', () => {
     }, refusedPath.slice(1))
     expect(refused).toEqual({ status: 403, body: { error: expect.objectContaining({ code: 'FORBIDDEN' }) } })
     expect(await stateOf(id)).toBe('waiting')
+  })
+
+  it('many selected jobs retried at once; a queue paused, a scheduler run and a key removed by their buttons', async () => {
+    const [, second, third] = seed.failed
+    await open('jobs?queue=orders&state=failed')
+    await page.getByLabel(`Select job ${second}`).check()
+    await page.getByLabel(`Select job ${third}`).check()
+    await page.getByRole('button', { name: 'Retry selected' }).click()
+    await page.getByRole('status').filter({ hasText: 'retry: 2 of 2 done' }).waitFor()
+    expect([await stateOf(second!), await stateOf(third!)]).toEqual(['waiting', 'waiting'])
+
+    await open('queues')
+    await page.locator('tbody tr', { hasText: 'emails' }).getByRole('button', { name: 'Pause' }).click()
+    await page.locator('tbody tr', { hasText: 'emails' }).getByRole('button', { name: 'Resume' }).waitFor()
+    const paused = await db.pool.query(`select paused from "${db.schema}".queue_settings where queue = 'emails'`)
+    expect(paused.rows).toEqual([{ paused: true }])
+
+    const digests = await count(`queue = 'emails' and name = 'digest'`)
+    await open('schedulers')
+    await page.getByRole('button', { name: 'Run now' }).click()
+    await page
+      .getByRole('status')
+      .filter({ hasText: /Scheduler daily-digest added job #\d+/ })
+      .waitFor()
+    expect(await count(`queue = 'emails' and name = 'digest'`)).toBe(digests + 1)
+
+    await open('keys?search=digest%3Abob')
+    page.once('dialog', (dialog) => void dialog.accept())
+    await page.getByRole('button', { name: 'Remove key' }).click()
+    await page.getByText('No job holds the key "digest:bob"').waitFor()
+    const keys = await db.pool.query(
+      `select count(*)::int as n from "${db.schema}".dedup_keys where key = 'digest:bob'`,
+    )
+    expect(keys.rows[0].n).toBe(0)
+  })
+
+  it('a view follows the database without a reload', async () => {
+    await open(`jobs?queue=live`)
+    await page.getByText('No job matches.').waitFor()
+    const navigations: string[] = []
+    page.on('framenavigated', (frame) => navigations.push(frame.url()))
+    const live = new Queue('live', { connectionString: db.url, schema: db.schema, migrate: false })
+    const job = await live.add('appears', {}).finally(() => live.close())
+    await page.locator('tbody tr', { hasText: `#${job.id}` }).waitFor({ timeout: 6_000 })
+    expect(navigations).toEqual([])
   })
 
   it('a phone-wide screen: no sideways scroll; the keyboard reaches the content by the skip link', async () => {
