@@ -1,15 +1,17 @@
--- A page of delayed jobs not yet due of queues $1, the soonest first: at most $2, after cursor $4 ([run_at, id] as
--- text), with data containing $3 (null: any). Walks jobs_delayed (queue, run_at).
-select j.*, j.run_at::text as k1
+-- Parameters of every dashboard-jobs-* list: queues $1, data containment $2 (null: no search), cursor $3 (the sort
+-- key of the previous page's last row, as text), window $4 (how many jobs of each queue are read: the page size, or
+-- for a search by data the most one page examines; docs/dashboard.md). Rows come in the list's order with pos (their
+-- rank in it) and hit (the data contains $2): src/dashboard/server/jobs.ts keeps the hits up to the point every queue
+-- was read to, cuts the page, and makes the next cursor.
+-- Delayed jobs not yet due, the soonest first: each queue walks jobs_delayed (queue, run_at).
+select j.*, q.queue as window_of, row_number() over (order by j.run_at, j.id) as pos
 from unnest($1::text[]) as q(queue)
 cross join lateral (
-  select j.id, j.queue, j.name, j.state, j.job_id, j.dedup_key, j.priority, j.attempts, j.max_attempts, j.run_at, j.created_at, j.started_at, j.finished_at, j.last_error
+  select j.id, j.queue, j.name, j.state, j.job_id, j.dedup_key, j.priority, j.attempts, j.max_attempts, j.run_at, j.created_at, j.started_at, j.finished_at, j.last_error, j.run_at::text as k1, ($2::jsonb is null or j.data @> $2::jsonb) as hit
   from :PGONCE_SCHEMA.jobs j
   where j.queue = q.queue and j.state = 'delayed' and j.run_at > now()
-    and ($4::text[] is null or (j.run_at, j.id) > (($4::text[])[1]::timestamptz, ($4::text[])[2]::bigint))
-    and ($3::jsonb is null or j.data @> $3::jsonb)
+    and ($3::text[] is null or (j.run_at, j.id) > (($3::text[])[1]::timestamptz, ($3::text[])[2]::bigint))
   order by j.run_at, j.id
-  limit $2
+  limit $4
 ) j
-order by j.run_at, j.id
-limit $2
+order by pos

@@ -29,6 +29,16 @@ export function relativePath(url: string, basePath: string): string {
 }
 
 /**
+ * A body parser mounted before the dashboard (Express's `express.json()`) has read the body already: what it parsed is
+ * handed on as `rawBody`, which @hono/node-server reads instead of the spent stream.
+ */
+function adoptParsedBody(req: IncomingMessage): void {
+  const r = req as IncomingMessage & { body?: unknown; rawBody?: unknown }
+  if (!req.readableEnded || r.body === undefined || r.rawBody !== undefined) return
+  r.rawBody = Buffer.from(typeof r.body === 'string' ? r.body : JSON.stringify(r.body), 'utf8')
+}
+
+/**
  * The pgonce dashboard (docs/dashboard.md): the UI and its JSON API under `basePath`. Read-only unless `readOnly:
  * false` or `can` allows actions. Options are checked before any I/O (ValidationError naming the field); the pool is
  * opened here and connects on the first request.
@@ -50,6 +60,7 @@ export function dashboard(options: DashboardOptions): DashboardHandler {
   const handler = ((req: IncomingMessage, res: ServerResponse) => {
     // Express keeps the whole path in originalUrl and hands over the rest in url; the others give the whole path.
     req.url = relativePath(req.url ?? '/', opts.basePath)
+    adoptParsedBody(req)
     void listener(req, res)
   }) as DashboardHandler
   Object.defineProperty(handler, 'basePath', { value: opts.basePath, enumerable: true })

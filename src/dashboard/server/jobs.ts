@@ -22,7 +22,32 @@ const LISTS: Record<string, { sql: string; key: (r: ListRow) => string[]; finish
   '': { sql: 'dashboard-jobs-any', key: (r) => [String(r.id)] },
 }
 
-type ListRow = SummaryRow & { k1?: string; k2?: string }
+type ListRow = SummaryRow & { k1?: string; k2?: string; hit: boolean; window_of: string; pos: string }
+
+/**
+ * How many jobs of each queue one page of a search by data reads, at most: the search walks the state's index in the
+ * list's order and tests each job's data (no index on data: docs/architecture.md), so a page costs this many rows
+ * whatever the table holds. Fewer matches than a page, and a `next` cursor: the search goes on from there.
+ */
+export const SEARCH_WINDOW = 1_000
+
+/**
+ * The page from the rows each queue's window read (in the list's order): the hits up to where every queue was read to
+ * (a queue whose window was full may have more past its last row; one whose window was not full was read to its end),
+ * at most `limit` of them; `resume` is the row the next page starts after (null: nothing is left).
+ */
+export function cutPage(rows: ListRow[], limit: number, window: number): { page: ListRow[]; resume: ListRow | null } {
+  const perWindow = new Map<string, ListRow[]>()
+  for (const r of rows) perWindow.set(r.window_of, [...(perWindow.get(r.window_of) ?? []), r])
+  let readTo: ListRow | null = null
+  for (const read of perWindow.values()) {
+    const last = read.at(-1) as ListRow
+    if (read.length >= window && (readTo === null || Number(last.pos) < Number(readTo.pos))) readTo = last
+  }
+  const hits = rows.filter((r) => r.hit && (readTo === null || Number(r.pos) <= Number(readTo.pos)))
+  if (hits.length > limit) return { page: hits.slice(0, limit), resume: hits[limit - 1] as ListRow }
+  return { page: hits, resume: readTo }
+}
 
 export function parseLimit(value: string | undefined, max = MAX_LIMIT, fallback = DEFAULT_LIMIT): number {
   if (value === undefined || value === '') return fallback
@@ -78,12 +103,9 @@ export async function listJobs(db: DashboardDb, q: JobsQuery) {
   const cursorKind = `jobs:${state}`
   const after = decodeCursor(q.after, cursorKind, list.key({ id: '0', k1: '', k2: '' } as ListRow).length)
   const queues = await queuesOf(db, q.queue)
-  const values: unknown[] = [queues, limit, data, after]
+  const window = data === null ? limit : SEARCH_WINDOW
+  const values: unknown[] = [queues, data, after, window]
   if (list.finished === true) values.push(state)
-  const rows = await db.query<ListRow>(list.sql, values)
-  const last = rows.at(-1)
-  return {
-    jobs: rows.map(jobSummary),
-    next: rows.length === limit && last !== undefined ? encodeCursor(cursorKind, list.key(last)) : null,
-  }
+  const { page, resume } = cutPage(await db.query<ListRow>(list.sql, values), limit, window)
+  return { jobs: page.map(jobSummary), next: resume === null ? null : encodeCursor(cursorKind, list.key(resume)) }
 }
