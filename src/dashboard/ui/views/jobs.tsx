@@ -75,7 +75,9 @@ export function JobsView({ route }: { route: Route }): JSX.Element {
         ]}
         rows={jobs}
         loaded={polled.data !== undefined}
-        empty="No job matches."
+        empty={
+          polled.data?.next ? 'No match among the jobs this page read; the next page reads on.' : 'No job matches.'
+        }
         row={(job) => (
           <tr key={job.id}>
             <Cell label="Select">
