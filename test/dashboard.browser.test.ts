@@ -86,7 +86,9 @@ async function stateOf(id: string): Promise<string | undefined> {
 
 describe('the dashboard in a browser', () => {
   it("queues: the counts per state are the database's, the paused queue says so, throughput is drawn", async () => {
-    await open('queues')
+    // The page runs under the server's strict CSP, so the console check at the end also proves no inline script or style.
+    const response = await page.goto(`${origin}${BASE_PATH}/#/queues`)
+    expect(response?.headers()['content-security-policy']).toContain("script-src 'self'")
     const completed = page.getByLabel('orders completed', { exact: true })
     await page.getByRole('heading', { name: 'Queues' }).waitFor()
     expect(await completed.innerText()).toBe(String(await count(`queue = 'orders' and state = 'completed'`)))
