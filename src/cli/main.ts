@@ -6,6 +6,7 @@ import { join } from 'node:path'
 import { Command, Option } from 'commander'
 import { PACKAGE_ROOT } from '../db/sql-files.js'
 import { parseSeconds } from './args.js'
+import { registerDashboard } from './dashboard.js'
 import { registerDedup } from './dedup.js'
 import { registerFailed } from './failed.js'
 import { registerJobs } from './jobs.js'
@@ -35,6 +36,7 @@ registerDedup(program)
 registerFailed(program)
 registerPause(program)
 registerSchedulers(program)
+registerDashboard(program)
 
 // A reader that stops early (`pgonce sql | head`) is not an error.
 process.stdout.on('error', (err: NodeJS.ErrnoException) => {
