@@ -64,7 +64,8 @@ function App(): JSX.Element {
         {config?.readOnly && <span class="badge">read-only</span>}
       </header>
       <main id="main" ref={main} tabIndex={-1}>
-        <p class={`notice ${notice?.ok ? 'ok' : 'error'}`} role="status" hidden={!notice}>
+        {/* Always in the page, empty when there is nothing to say: a live region that appears is not read out. */}
+        <p class={notice ? `notice ${notice.ok ? 'ok' : 'error'}` : 'quiet'} role="status">
           {notice?.text}
         </p>
         <Page route={route} />
