@@ -16,6 +16,8 @@ export interface QueueInfo {
   name: string
   paused: boolean
   counts: Record<State, number>
+  /** The states whose count reached the server's cap and is the planner's estimate instead. */
+  countsEstimated?: State[]
   throughput: { completedLastHour: number; failedLastHour: number; perMinute: number[] }
   retention: Record<string, unknown> | null
   limits: Record<string, unknown> | null
@@ -53,6 +55,8 @@ export interface JobDetail extends JobSummary {
   lockedBy: string | null
   lockedUntil: string | null
   cancelRequestedAt: string | null
+  /** How often a worker lost the job's lease while running it. */
+  stalls?: number
   timeline: { at: string; event: string; detail?: string }[]
   dependencies: { parents: JobRef[]; children: JobRef[] }
   key: { key: string; expiresAt: string | null; held: boolean } | null
@@ -90,6 +94,7 @@ export interface Scheduler {
   queue: string
   id: string
   pattern: string | null
+  tz?: string | null
   everyMs: number | null
   nextRunAt: string | null
   lastRunAt: string | null

@@ -7,12 +7,19 @@ import { href } from '../route.js'
 import { Table } from '../table.js'
 
 export function FailedView(): JSX.Element {
-  const polled = usePoll<{ groups: FailedGroup[] }>('failed')
+  const polled = usePoll<{ groups: FailedGroup[]; sampled?: string[]; sampleSize?: number }>('failed')
   const groups = polled.data?.groups ?? []
+  const sampled = polled.data?.sampled ?? []
   return (
     <section aria-labelledby="view-title">
       <Heading>Failed jobs by error</Heading>
       <PollStatus polled={polled} />
+      {sampled.length > 0 && (
+        <p class="muted">
+          Grouped from the newest {polled.data?.sampleSize ?? ''} failed jobs of {sampled.join(', ')}; the counts of
+          those queues are of that sample.
+        </p>
+      )}
       <Table
         columns={['Queue', 'Error', 'Jobs', 'Last', 'Some of them', 'Actions']}
         rows={groups}

@@ -82,6 +82,7 @@ function JobBody({ job, reload }: { job: JobDetail; reload: () => void }): JSX.E
         <Fact term="Finished">
           <Time at={job.finishedAt} />
         </Fact>
+        {(job.stalls ?? 0) > 0 && <Fact term="Stalls">{job.stalls}</Fact>}
         {job.state === 'active' && job.lockedBy && (
           <Fact term="Locked by">
             {job.lockedBy} until <Time at={job.lockedUntil} />

@@ -37,7 +37,7 @@ function QueueRow({ queue, reload }: { queue: QueueInfo; reload: () => void }): 
       {STATES.map((state) => (
         <Cell key={state} label={state}>
           <a class="num" href={href('jobs', { queue: queue.name, state })} aria-label={`${queue.name} ${state}`}>
-            {queue.counts[state] ?? 0}
+            {queue.countsEstimated?.includes(state) ? `≈${queue.counts[state]}` : (queue.counts[state] ?? 0)}
           </a>
         </Cell>
       ))}

@@ -23,7 +23,14 @@ export function SchedulersView(): JSX.Element {
             <Cell label="Queue">{scheduler.queue}</Cell>
             <Cell label="Id">{scheduler.id}</Cell>
             <Cell label="Repeats">
-              {scheduler.pattern ? <code>{scheduler.pattern}</code> : `every ${duration(scheduler.everyMs ?? 0)}`}
+              {scheduler.pattern ? (
+                <>
+                  <code>{scheduler.pattern}</code>
+                  {scheduler.tz && <span class="muted"> {scheduler.tz}</span>}
+                </>
+              ) : (
+                `every ${duration(scheduler.everyMs ?? 0)}`
+              )}
             </Cell>
             <Cell label="Job name">{scheduler.name}</Cell>
             <Cell label="Next tick">
