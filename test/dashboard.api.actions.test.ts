@@ -4,9 +4,8 @@
 
 import type { IncomingMessage } from 'node:http'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { Queue } from '../src/index.js'
 import { type DashboardAction, type DashboardRequest, dashboard } from '../src/dashboard/index.js'
-import { type Served, call, post, serveDashboard, setState } from './helpers/dashboard.js'
+import { type Served, call, post, serveDashboard, queuesOn, setState } from './helpers/dashboard.js'
 import { storedJob } from './helpers/jobs.js'
 import { type TestSchema, freshSchema } from './helpers/schema.js'
 
@@ -18,13 +17,8 @@ let readOnly: Served
 /** can(): only requests with `x-role: admin`, and never 'remove'. */
 let guarded: Served
 const asked: { action: DashboardAction; role: unknown }[] = []
-const queues: Queue[] = []
-
-function queueOf(name: string): Queue {
-  const q = new Queue(name, { connectionString: db.url, schema: db.schema })
-  queues.push(q)
-  return q
-}
+const queues = queuesOn(() => db)
+const queueOf = queues.queueOf
 
 beforeAll(async () => {
   db = await freshSchema('dash_actions')
@@ -41,7 +35,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await Promise.all([open, readOnly, guarded].map((s) => s.close()))
-  await Promise.all(queues.map((q) => q.close()))
+  await queues.close()
   await db.drop()
 })
 

@@ -4,21 +4,15 @@
 // secret, and the UI's page is 503 with a hint when it was never built.
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { Queue } from '../src/index.js'
 import { dashboard } from '../src/dashboard/index.js'
-import { type Served, call, serveDashboard, setState } from './helpers/dashboard.js'
+import { type Served, call, serveDashboard, queuesOn, setState } from './helpers/dashboard.js'
 import { type TestSchema, freshSchema } from './helpers/schema.js'
 
 let db: TestSchema
 let served: Served
-const queues: Queue[] = []
+const queues = queuesOn(() => db)
+const queueOf = queues.queueOf
 const api = (path: string) => call(`${served.origin}/dash/api/${path}`)
-
-function queueOf(name: string): Queue {
-  const q = new Queue(name, { connectionString: db.url, schema: db.schema })
-  queues.push(q)
-  return q
-}
 
 beforeAll(async () => {
   db = await freshSchema('dash_reads')
@@ -27,7 +21,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await served.close()
-  await Promise.all(queues.map((q) => q.close()))
+  await queues.close()
   await db.drop()
 })
 

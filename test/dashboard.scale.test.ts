@@ -144,3 +144,14 @@ it('searches data a window at a time: each page reads at most SEARCH_WINDOW jobs
   expect(found.size).toBe(rows[0]?.n)
   expect(found.size).toBe(60)
 })
+
+it('extrapolates a busy minute of the throughput from the rate of its newest completions', async () => {
+  // 6,000 completions over the last 50 s: the minute holds 6,000, read THROUGHPUT_SAMPLE at a time.
+  await seedJobs(db.pool, db.schema, { queue: 'hot', completed: 6_000, spreadMs: 50_000 })
+  const { body } = await call(`${served.origin}/api/queues`)
+  const hot = body.queues.find((q: { name: string }) => q.name === 'hot')
+  expect(hot.throughput.estimated).toBe(true)
+  expect(hot.throughput.completedLastHour).toBeGreaterThan(4_500)
+  expect(hot.throughput.completedLastHour).toBeLessThan(7_500)
+  expect(hot.throughput.perMinute.slice(0, 58)).toEqual(new Array(58).fill(0))
+})

@@ -58,6 +58,20 @@ await queue.close()
 console.log(JSON.stringify({ outcome: job.outcome, state: job.state }))
 `
 
+/** Compiles `files` of the app with tsc, strict and with skipLibCheck off, into out/. */
+async function compileStrict(tsconfig: string, files: string[]): Promise<void> {
+  const compilerOptions = {
+    target: 'ES2022',
+    module: 'NodeNext',
+    moduleResolution: 'NodeNext',
+    strict: true,
+    outDir: 'out',
+    skipLibCheck: false,
+  }
+  writeFileSync(join(packed.app, tsconfig), JSON.stringify({ compilerOptions, files }))
+  await run(TSC, ['-p', tsconfig], { cwd: packed.app })
+}
+
 it("ships its build (the dashboard's UI built too), SQL, migrations and documents, and no TypeScript source, test or benchmark", () => {
   expect(readdirSync(installed).sort()).toEqual(['README.md', 'dist', 'docs', 'migrations', 'package.json', 'sql'])
   expect(readdirSync(join(installed, 'dist')).sort()).toEqual(['dashboard-ui', 'src'])
@@ -154,21 +168,7 @@ console.log(JSON.stringify({ first: first.outcome, again: again.outcome, same: f
     join(packed.app, 'common.cts'),
     `import * as pgonce from 'pgonce'\nasync function main(): Promise<void> {\n${addOne('cjs')}\n}\nvoid main()\n`,
   )
-  writeFileSync(
-    join(packed.app, 'tsconfig.json'),
-    JSON.stringify({
-      compilerOptions: {
-        target: 'ES2022',
-        module: 'NodeNext',
-        moduleResolution: 'NodeNext',
-        strict: true,
-        outDir: 'out',
-        skipLibCheck: false,
-      },
-      files: ['main.ts', 'common.cts', 'tour.ts'],
-    }),
-  )
-  await run(TSC, ['-p', 'tsconfig.json'], { cwd: packed.app })
+  await compileStrict('tsconfig.json', ['main.ts', 'common.cts', 'tour.ts'])
   // The ESM program: migrate, add twice with one jobId, a typed ValidationError, a worker runs the job once.
   const { stdout } = await run(process.execPath, [join(packed.app, 'out', 'main.js')], { cwd: packed.app, env })
   expect(JSON.parse(stdout)).toEqual({
@@ -234,3 +234,27 @@ it('has the pgonce bin: stats --json reads the queues the app used', async () =>
     counts: { completed: 1, waiting: 0, active: 0 },
   })
 }, 30_000)
+
+it("serves the dashboard from 'pgonce/dashboard': its types compile, its API answers on the app's queues", async () => {
+  writeFileSync(
+    join(packed.app, 'dash.mts'),
+    `
+import http from 'node:http'
+import { dashboard, type DashboardAction, type DashboardHandler } from 'pgonce/dashboard'
+
+const can = (action: DashboardAction) => action === 'retry'
+const handler: DashboardHandler = dashboard({ connectionString: process.env.DATABASE_URL as string, schema: process.env.SCHEMA, can })
+const server = http.createServer(handler).listen(0, '127.0.0.1')
+await new Promise((resolve) => server.once('listening', resolve))
+const origin = 'http://127.0.0.1:' + (server.address() as { port: number }).port
+const queues = (await (await fetch(origin + '/api/queues')).json()) as { queues: { name: string }[] }
+const config = (await (await fetch(origin + '/api/config')).json()) as { actions: Record<string, boolean> }
+server.close()
+await handler.close()
+console.log(JSON.stringify({ queues: queues.queues.map((q) => q.name), retry: config.actions.retry, pause: config.actions.pause }))
+`,
+  )
+  await compileStrict('tsconfig.dash.json', ['dash.mts'])
+  const { stdout } = await run(process.execPath, [join(packed.app, 'out', 'dash.mjs')], { cwd: packed.app, env })
+  expect(JSON.parse(stdout)).toEqual({ queues: expect.arrayContaining(['emails']), retry: true, pause: false })
+}, 60_000)

@@ -4,6 +4,7 @@
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import type { DashboardHandler } from '../../src/dashboard/index.js'
+import { Queue } from '../../src/index.js'
 import type { TestSchema } from './schema.js'
 
 export interface Served {
@@ -79,4 +80,19 @@ export async function setState(
        locked_until = case when $2 = 'active' then now() + interval '1 minute' end where id = $1`,
     [id, state, opts.error ?? null, opts.agoMs ?? 0],
   )
+}
+
+/** Queues on a test's schema, each closed by `close()`. */
+export function queuesOn(db: () => TestSchema): { queueOf(name: string): Queue; close(): Promise<void> } {
+  const opened: Queue[] = []
+  return {
+    queueOf(name) {
+      const q = new Queue(name, { connectionString: db().url, schema: db().schema })
+      opened.push(q)
+      return q
+    },
+    close: async () => {
+      await Promise.all(opened.map((q) => q.close()))
+    },
+  }
 }

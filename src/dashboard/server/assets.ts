@@ -35,10 +35,10 @@ const HTML_HEADERS = {
 }
 
 /** index.html with `<base href="{basePath}/">` right after `<head>`; 503 and a hint when the UI was never built. */
-export async function indexHtml(basePath: string): Promise<Response> {
+export async function indexHtml(basePath: string, dir = ASSETS_DIR): Promise<Response> {
   let html: string
   try {
-    html = await readFile(join(ASSETS_DIR, 'index.html'), 'utf8')
+    html = await readFile(join(dir, 'index.html'), 'utf8')
   } catch {
     return new Response('The dashboard UI is not built: run: npm run build:dashboard-ui\n', {
       status: 503,
@@ -50,9 +50,9 @@ export async function indexHtml(basePath: string): Promise<Response> {
   return new Response(html, { headers: { 'content-type': 'text/html; charset=utf-8', ...HTML_HEADERS } })
 }
 
-export async function asset(name: AssetName): Promise<Response> {
+export async function asset(name: AssetName, dir = ASSETS_DIR): Promise<Response> {
   try {
-    const body = await readFile(join(ASSETS_DIR, name))
+    const body = await readFile(join(dir, name))
     return new Response(body, {
       headers: { 'content-type': TYPES[name], 'cache-control': 'no-cache', 'x-content-type-options': 'nosniff' },
     })

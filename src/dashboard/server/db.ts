@@ -8,7 +8,7 @@ import { Queue } from '../../queue.js'
 import type { ResolvedOptions } from './options.js'
 
 /** At most this many connections: a dashboard is a few people polling, not a worker. */
-const POOL_SIZE = 3
+export const POOL_SIZE = 3
 
 export class DashboardDb {
   readonly schema: string

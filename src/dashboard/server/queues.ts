@@ -1,6 +1,6 @@
 // GET api/queues: every queue with its counts, last hour's throughput, paused flag and retention.
 
-import type { DashboardDb } from './db.js'
+import { type DashboardDb, POOL_SIZE } from './db.js'
 
 const STATES = ['waiting', 'delayed', 'waiting-children', 'active', 'completed', 'failed', 'cancelled'] as const
 type State = (typeof STATES)[number]
@@ -39,19 +39,35 @@ async function counts(db: DashboardDb, queue: string) {
   return { counts: out, estimated }
 }
 
+/**
+ * Index entries read per minute and state for the throughput: a minute with more is extrapolated from the rate of the
+ * newest ones read (docs/dashboard.md, "Performance").
+ */
+export const THROUGHPUT_SAMPLE = 500
+
 async function throughput(db: DashboardDb, queue: string) {
-  const rows = await db.query<{ minutes_ago: number; state: string; jobs: number }>('dashboard-throughput', [queue])
+  const rows = await db.query<{ minutes_ago: number; state: string; jobs: number; span_ms: number }>(
+    'dashboard-throughput',
+    [queue, THROUGHPUT_SAMPLE],
+  )
   const perMinute = new Array<number>(60).fill(0)
   let completedLastHour = 0
   let failedLastHour = 0
+  let estimated = false
   for (const r of rows) {
+    let jobs = r.jobs
+    if (jobs >= THROUGHPUT_SAMPLE) {
+      // The newest THROUGHPUT_SAMPLE of the minute took span_ms: the same rate over the whole minute.
+      jobs = Math.max(jobs, Math.round((jobs * 60_000) / Math.max(1, Number(r.span_ms))))
+      estimated = true
+    }
     if (r.state === 'completed') {
-      completedLastHour += r.jobs
+      completedLastHour += jobs
       const i = 59 - r.minutes_ago
-      if (i >= 0 && i < 60) perMinute[i] = (perMinute[i] ?? 0) + r.jobs
-    } else failedLastHour += r.jobs
+      if (i >= 0 && i < 60) perMinute[i] = (perMinute[i] ?? 0) + jobs
+    } else failedLastHour += jobs
   }
-  return { completedLastHour, failedLastHour, perMinute }
+  return { completedLastHour, failedLastHour, perMinute, estimated }
 }
 
 interface SettingsRow {
@@ -62,26 +78,33 @@ interface SettingsRow {
   max_completed: number | null
 }
 
+/** Queues read at once: the dashboard pool's size. */
+const PARALLEL = POOL_SIZE
+
+async function queueView(db: DashboardDb, s: SettingsRow) {
+  const [c, t] = [await counts(db, s.queue), await throughput(db, s.queue)]
+  return {
+    name: s.queue,
+    paused: s.paused,
+    counts: c.counts,
+    countsEstimated: c.estimated,
+    throughput: t,
+    retention: {
+      completedMs: Number(s.completed_retention_ms),
+      failedMs: Number(s.failed_retention_ms),
+      maxCompleted: s.max_completed,
+    },
+    limits: null,
+  }
+}
+
 export async function listQueues(db: DashboardDb) {
   const names = await knownQueues(db)
   const settings = await db.query<SettingsRow>('dashboard-queues', [names])
   const queues = []
-  // One queue after another: the pool is small, and each queue's statements are index probes.
-  for (const s of settings) {
-    const c = await counts(db, s.queue)
-    queues.push({
-      name: s.queue,
-      paused: s.paused,
-      counts: c.counts,
-      countsEstimated: c.estimated,
-      throughput: await throughput(db, s.queue),
-      retention: {
-        completedMs: Number(s.completed_retention_ms),
-        failedMs: Number(s.failed_retention_ms),
-        maxCompleted: s.max_completed,
-      },
-      limits: null,
-    })
+  // A few queues at a time: as many as the pool's connections (more would wait for one, and a wait is bounded).
+  for (let i = 0; i < settings.length; i += PARALLEL) {
+    queues.push(...(await Promise.all(settings.slice(i, i + PARALLEL).map((s) => queueView(db, s)))))
   }
   return { queues }
 }
