@@ -1,5 +1,4 @@
 // The dashboard's JSON API as the browser sees it: the answer shapes of docs/dashboard.md and one bounded fetch.
-/// <reference lib="dom" />
 
 export type Action = 'retry' | 'cancel' | 'remove' | 'promote' | 'pause' | 'resume' | 'removeKey' | 'runScheduler'
 export type JobAction = 'retry' | 'cancel' | 'remove' | 'promote'

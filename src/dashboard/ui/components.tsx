@@ -1,5 +1,4 @@
 // Small pieces every view uses: times, states, JSON, an action button, a polled answer's loading and error lines.
-/// <reference lib="dom" />
 import type { ComponentChildren, JSX } from 'preact'
 import { useState } from 'preact/hooks'
 import type { Action } from './api.js'

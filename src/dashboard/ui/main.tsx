@@ -1,5 +1,4 @@
 // The dashboard's page: a skip link, the navigation, the view of the current hash route, the line reporting actions.
-/// <reference lib="dom" />
 import { render, type JSX } from 'preact'
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks'
 import { call, type Config } from './api.js'

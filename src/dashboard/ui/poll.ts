@@ -1,5 +1,4 @@
 // Live updates: the view's API answer fetched again every 2 s while the tab is visible, without reloading the page.
-/// <reference lib="dom" />
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks'
 import { call } from './api.js'
 

@@ -1,5 +1,4 @@
 // Hash routing (`#/jobs?queue=q&state=failed`, `#/jobs/123`): links are plain anchors and any basePath works.
-/// <reference lib="dom" />
 import { useEffect, useState } from 'preact/hooks'
 
 export const VIEWS = ['queues', 'jobs', 'job', 'failed', 'keys', 'effects', 'schedulers'] as const
