@@ -113,6 +113,21 @@ describe('the dashboard in a browser', () => {
     await page.locator('tbody tr', { hasText: `#${seed.keyOwner}` }).waitFor()
     expect(await page.locator('tbody tr').count()).toBe(1)
 
+    await open('jobs?queue=orders&limit=2')
+    const pages: string[][] = []
+    for (;;) {
+      await page.locator('tbody tr').first().waitFor()
+      pages.push(await page.locator('tbody tr td[data-label="Id"]').allInnerTexts())
+      const next = page.getByRole('link', { name: 'Next page' })
+      if ((await next.count()) === 0) break
+      await next.click()
+      // The page is read once its rows are the next page's: the last page's first job has gone.
+      const shown = page.locator('tbody tr td[data-label="Id"]', { hasText: new RegExp(`^${pages.at(-1)![0]}$`) })
+      await shown.waitFor({ state: 'detached' })
+    }
+    expect(pages.flat().sort()).toEqual([...seed.completed, ...seed.failed].map((id) => `#${id}`).sort())
+    expect(pages.slice(0, -1).every((ids) => ids.length === 2)).toBe(true)
+
     await open(`jobs?search=${encodeURIComponent('{"customer":"bob"}')}`)
     expect(await rowText('charge')).toContain(`#${seed.completed[1]}`)
     await open(`jobs?search=${seed.delayed}`)
@@ -255,8 +270,10 @@ describe('the dashboard in a browser', () => {
         const width = await phone.evaluate<number>('document.documentElement.scrollWidth')
         expect({ hash, width }).toEqual({ hash, width: 390 })
       }
+      // A fresh load (a new hash alone would move the focus to the view's title, as a route change does).
       await phone.goto(`${origin}${BASE_PATH}/#/queues`)
-      await phone.locator('main h1').waitFor()
+      await phone.reload()
+      await phone.locator('main tbody tr').first().waitFor()
       await phone.keyboard.press('Tab')
       expect(await phone.evaluate<string>('document.activeElement.textContent')).toBe('Skip to content')
       await phone.keyboard.press('Enter')

@@ -22,7 +22,9 @@ export function JobsView({ route }: { route: Route }): JSX.Element {
     search: route.params.get('search') ?? undefined,
   }
   const after = route.params.get('after') ?? undefined
-  const polled = usePoll<{ jobs: JobSummary[] } & Page>(`jobs${query({ ...filter, after })}`)
+  // A page's size (`#/jobs?limit=200`) is kept from page to page; the API's default is 50.
+  const limit = route.params.get('limit') ?? undefined
+  const polled = usePoll<{ jobs: JobSummary[] } & Page>(`jobs${query({ ...filter, limit, after })}`)
   const jobs = polled.data?.jobs ?? []
   const [selected, setSelected] = useState<Set<string>>(new Set())
   useEffect(() => setSelected(new Set()), [route.params.toString()])
@@ -113,7 +115,7 @@ export function JobsView({ route }: { route: Route }): JSX.Element {
           </tr>
         )}
       />
-      <Pager view="jobs" params={filter} after={after} next={polled.data?.next} />
+      <Pager view="jobs" params={{ ...filter, limit }} after={after} next={polled.data?.next} />
     </section>
   )
 }
