@@ -6,6 +6,7 @@ import { decodeCursor, encodeCursor } from './cursor.js'
 import type { DashboardDb } from './db.js'
 import { badRequest } from './http-error.js'
 import { parseLimit, queuesOf } from './jobs.js'
+import { knownQueues } from './queues.js'
 import { iso } from './shapes.js'
 
 /** Failed jobs read per queue for the grouping, newest first. */
@@ -39,7 +40,9 @@ export async function listKeys(
   const { exact, prefix } = keySearch(q.search)
   const limit = parseLimit(q.limit)
   const after = decodeCursor(q.after, 'keys', 2)
-  const rows = await db.query<KeyRow>('dashboard-keys', [queue, exact, prefix, after, limit])
+  // One key in every queue: a probe of the primary key per known queue, not a walk of every key.
+  const probes = queue === null && exact !== null ? await knownQueues(db) : null
+  const rows = await db.query<KeyRow>('dashboard-keys', [queue, exact, prefix, after, limit, probes])
   const last = rows.at(-1)
   return {
     keys: rows.map((r) => ({
