@@ -135,7 +135,14 @@ async function bulk(action: JobAction, ids: string[]): Promise<string> {
 /** The filter form; submitting it changes the hash (so the view is a link, and Back works). */
 function JobsFilter(props: { queue?: string; state?: string; search?: string }): JSX.Element {
   // Inputs keep what is typed (defaultValue, selected): the view re-renders on every poll. A new route remounts the form.
-  const queues = usePoll<{ queues: QueueInfo[] }>('queues').data?.queues ?? []
+  // The queues' names once per form, not polled: api/queues counts every queue, more than a list of names needs.
+  const [queues, setQueues] = useState<QueueInfo[]>([])
+  useEffect(() => {
+    call<{ queues: QueueInfo[] }>('queues').then(
+      (answer) => setQueues(answer.queues),
+      () => undefined, // the form still offers "all" and the queue of the route
+    )
+  }, [])
   const names = new Set([...(props.queue ? [props.queue] : []), ...queues.map((queue) => queue.name)])
   const onSubmit = submitTo('jobs', ['queue', 'state', 'search'])
   return (
