@@ -72,9 +72,10 @@ async function compileStrict(tsconfig: string, files: string[]): Promise<void> {
   await run(TSC, ['-p', tsconfig], { cwd: packed.app })
 }
 
-it('ships its build, SQL, migrations and documents, and no TypeScript source, test or benchmark', () => {
+it("ships its build (the dashboard's UI built too), SQL, migrations and documents, and no TypeScript source, test or benchmark", () => {
   expect(readdirSync(installed).sort()).toEqual(['README.md', 'dist', 'docs', 'migrations', 'package.json', 'sql'])
-  expect(readdirSync(join(installed, 'dist'))).toEqual(['src'])
+  expect(readdirSync(join(installed, 'dist')).sort()).toEqual(['dashboard-ui', 'src'])
+  expect(readdirSync(join(installed, 'dist', 'dashboard-ui')).sort()).toEqual(['app.css', 'app.js', 'index.html'])
   expect(filesUnder(installed).filter((f) => /\.[cm]?tsx?$/.test(f) && !f.endsWith('.d.ts'))).toEqual([])
 })
 
@@ -92,7 +93,8 @@ it('names its repository and homepage, and every export, main and bin target is 
 })
 
 it("links between its documents resolve inside the package; the rest go to the repository's bench/ and examples/", () => {
-  const documents = ['README.md', ...readdirSync(join(installed, 'docs')).map((f) => `docs/${f}`)]
+  const markdown = readdirSync(join(installed, 'docs')).filter((f) => f.endsWith('.md'))
+  const documents = ['README.md', ...markdown.map((f) => `docs/${f}`)]
   const links = documents.flatMap((doc) => markdownLinks(installed, doc))
   expect(links.filter((l) => l.target.startsWith('docs/')).length).toBeGreaterThan(20)
   const outside = links.filter((l) => !filesUnder(installed).includes(l.target))

@@ -36,8 +36,10 @@ export async function packAndInstall(root: string, others: string[]): Promise<Pa
   const work = mkdtempSync(join(tmpdir(), 'pgonce-pack-'))
   const repo = join(work, 'repo')
   mkdirSync(repo)
+  // dev/ holds the UI's build script (dev/build-dashboard-ui.ts), which the prepack build runs.
   for (const f of [
     'src',
+    'dev',
     'sql',
     'migrations',
     'docs',
