@@ -144,6 +144,8 @@ describe('the dashboard in a browser', () => {
     await open(`jobs/${seed.completed[0]}`)
     expect(await page.locator('pre[aria-label="Result"]').innerText()).toContain('"charged": 10')
     expect(await page.locator('pre[aria-label="Progress"]').innerText()).toContain('"step": "charged"')
+    // The effect its handler's ctx.effect recorded (the ledger names the job).
+    expect(await page.getByRole('list', { name: 'Effects' }).innerText()).toMatch(/charge:\d+/)
 
     await open(`jobs/${seed.child}`)
     expect(await page.getByLabel('Why it waits').innerText()).toMatch(/parents/)
@@ -178,6 +180,7 @@ describe('the dashboard in a browser', () => {
   it('effects and runOnce claims, schedulers, and the failed set grouped by error', async () => {
     await open('effects')
     expect(await rowText('charge:1')).toMatch(/ago/)
+    expect(await rowText('charge:1')).toMatch(/#\d+/)
     expect(await rowText('charge:2')).toMatch(/ago/)
     expect(await rowText('receipt:2')).toContain('done')
     await open('schedulers')

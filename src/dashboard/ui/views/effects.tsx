@@ -12,7 +12,8 @@ export function EffectsView({ route }: { route: Route }): JSX.Element {
   const polled = usePoll<{ effects: Effect[]; claims: Claim[] } & Page>(`effects${query({ search, after })}`)
   const effects = polled.data?.effects ?? []
   const claims = polled.data?.claims ?? []
-  // The ledger and the claims name no job today (api/effects answers jobId null): the column shows only when one does.
+  // A ledger row names its job when a handler's ctx.effect recorded it (effects.record() outside a job: none), the claims
+  // never: each column shows only when some row has a job.
   const effectsWithJob = effects.some((effect) => effect.jobId !== null)
   const claimsWithJob = claims.some((claim) => claim.jobId !== null)
   return (

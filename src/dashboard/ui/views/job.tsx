@@ -161,13 +161,13 @@ function JobMeta({ job }: { job: JobDetail }): JSX.Element {
         ) : (
           <p class="muted">None.</p>
         )}
-        <h2>Effects</h2>
+        <h2 id="job-effects">Effects</h2>
         {job.effects.length === 0 ? (
           <p class="muted">
-            None linked to this job; the whole ledger is under <a href="#/effects">Effects</a>.
+            None recorded by this job's handler; the whole ledger is under <a href="#/effects">Effects</a>.
           </p>
         ) : (
-          <ul>
+          <ul aria-labelledby="job-effects">
             {job.effects.map((effect) => (
               <li key={effect.key}>
                 <code>{effect.key}</code> <Time at={effect.recordedAt} />
