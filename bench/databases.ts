@@ -3,6 +3,14 @@
 import pg from 'pg'
 import { createDatabase } from '../dev/postgres-server.js'
 
+/**
+ * `pgonce_bench_<base>` with this run's process id: two runs on one server (say, two checkouts measuring at once) never
+ * drop each other's databases.
+ */
+export function benchDatabase(base: string): string {
+  return `pgonce_bench_${base}_p${process.pid}`
+}
+
 /** A fresh (dropped and re-created) database `name`; returns its connection string. */
 export function freshDatabase(serverUrl: string, name: string): Promise<string> {
   return createDatabase(serverUrl, name)

@@ -6,7 +6,7 @@ import pg from 'pg'
 import { connect } from '../dev/postgres-server.js'
 import { migrate } from '../src/index.js'
 import type { Mode, Sizes } from './config.js'
-import { dropDatabase, freshDatabase } from './databases.js'
+import { benchDatabase, dropDatabase, freshDatabase } from './databases.js'
 import { perSecond, runProducers } from './measure.js'
 import { PGONCE_SCHEMA } from './systems/pgonce.js'
 import type { WorkloadId } from './systems/system.js'
@@ -128,7 +128,7 @@ export async function openLimit(
   s: Sizes,
   mode: Mode,
 ): Promise<{ timed: Timed; maintain(): Promise<void> }> {
-  const { url, admin, sql, drop } = await limitDatabase(serverUrl, 'pgonce_bench_round_limit')
+  const { url, admin, sql, drop } = await limitDatabase(serverUrl, benchDatabase('round_limit'))
   const clients: pg.Client[] = []
   const end = () => Promise.all(clients.map((c) => c.end())).then(drop)
   try {
@@ -175,7 +175,7 @@ export async function openLimit(
  */
 export async function claimDeleteDrain(serverUrl: string, id: DrainId, s: Sizes, mode: Mode): Promise<number> {
   const [queued, window] = id === 'W8' ? [s.w8Queued, s.w8Window] : [s.w4Jobs, s.w4Jobs]
-  const { url, admin, sql, drop } = await limitDatabase(serverUrl, 'pgonce_bench_round_loop')
+  const { url, admin, sql, drop } = await limitDatabase(serverUrl, benchDatabase('round_loop'))
   const client = await connect(url).catch(async (err) => {
     await drop()
     throw err

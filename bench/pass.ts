@@ -4,7 +4,7 @@
 import pg from 'pg'
 import type { Mode, RunSettings, Sizes } from './config.js'
 import { MODE_LABEL } from './config.js'
-import { dropDatabase, freshDatabase } from './databases.js'
+import { benchDatabase, dropDatabase, freshDatabase } from './databases.js'
 import { errorText } from './measure.js'
 import {
   COMMON_WORKLOADS,
@@ -115,7 +115,7 @@ export async function runDrain(
   settings: RunSettings,
   strict = true,
 ): Promise<WorkloadResult> {
-  const database = `pgonce_bench_${spec.info.id.replace(/-/g, '_')}_${id.toLowerCase()}`
+  const database = benchDatabase(`${spec.info.id.replace(/-/g, '_')}_${id.toLowerCase()}`)
   const result = await inFreshDatabase(spec, serverUrl, settings, database, DRAINS[id])
   if (strict && !result.correct) throw new Error(`${spec.info.label} ${id}: ${result.note ?? 'wrong outcome'}`)
   return result
@@ -160,7 +160,7 @@ export async function runPass(
 ): Promise<PassRun> {
   const pass: PassRun = { config: spec.config, mode: spec.mode, workloads: {}, errors: {} }
   const name = `${spec.info.label} [${letter}] ${MODE_LABEL[spec.mode]}`
-  const database = `pgonce_bench_${spec.info.id.replace(/-/g, '_')}`
+  const database = benchDatabase(spec.info.id.replace(/-/g, '_'))
   try {
     await inFreshDatabase(spec, serverUrl, settings, database, async ({ system, admin }) => {
       for (const id of workloads) {

@@ -6,7 +6,7 @@
 
 import pg from 'pg'
 import { type Mode, type RunSettings, type Sizes } from './config.js'
-import { dropDatabase, freshDatabase } from './databases.js'
+import { benchDatabase, dropDatabase, freshDatabase } from './databases.js'
 import { claimDeleteDrain, LIMIT_LABEL, openLimit } from './limits.js'
 import { runDrain, type PassRun } from './pass.js'
 import { systemById } from './systems/registry.js'
@@ -139,7 +139,7 @@ async function openSystem(
   settings: RunSettings,
   mode: Mode,
 ): Promise<Opened> {
-  const database = `pgonce_bench_round_${k}`
+  const database = benchDatabase(`round_${k}`)
   const url = await freshDatabase(serverUrl, database)
   const admin = new pg.Pool({ connectionString: url, max: 1 })
   admin.on('error', () => {})
