@@ -34,8 +34,10 @@ const worker = new Worker<Data>(
     try {
       if (job.data.hang) await new Promise(() => {})
       if (job.data.holdMs) await new Promise((r) => setTimeout(r, job.data.holdMs))
-      if (job.data.rateLimitMs !== undefined && job.attempts === 1 && !ctx.signal.aborted) {
-        await ctx.rateLimit(job.data.rateLimitMs)
+      if (job.data.rateLimitMs !== undefined) {
+        // Only on the job's first run: the run it gives back is not counted in job.attempts.
+        const runs = await pool.query(`select 1 from "${schema}".runs where job_id = $1`, [job.id])
+        if (runs.rowCount === 1) await ctx.rateLimit(job.data.rateLimitMs)
       }
       if (job.data.fail) throw new Error('asked to fail')
       return { by: process.pid }
