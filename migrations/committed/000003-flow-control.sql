@@ -1,5 +1,5 @@
 --! Previous: sha1:4ebf991b907740f1f86922836c8e7d2e782af4db
---! Hash: sha1:e46ad62de565bd824a5bb7ede0ba3377f2cecb84
+--! Hash: sha1:f0b8ef7dc63878f5abd59abf1ef806d865d2b792
 --! Message: flow-control
 
 -- Flow control (docs/flow-control.md): a queue-wide concurrency and a sliding-window rate limit, stored per queue in
@@ -101,3 +101,24 @@ select s.queue, s.concurrency, s.rate_max, s.rate_duration_ms, s.rate_paused_unt
      and r.used_at > now() - make_interval(secs => s.rate_duration_ms / 1000.0))::integer as rate_used
 from :PGONCE_SCHEMA.queue_settings s
 where s.concurrency is not null or s.rate_max is not null or s.rate_paused_until > now();
+
+-- The due waiting jobs of queues that hold them back now, and what holds each: 'paused', 'ctx.rateLimit' (a handler's
+-- hold), 'concurrency' (every slot is held) or 'rateLimit' (the window holds max starts). A due job of a queue not
+-- listed here waits only for a worker.
+create view :PGONCE_SCHEMA.held_jobs as
+select * from (
+  select j.id, j.queue, j.name, j.run_at, case
+      when s.paused then 'paused'
+      when s.rate_paused_until > now() then 'ctx.rateLimit'
+      when s.concurrency is not null and not exists (
+        select 1 from :PGONCE_SCHEMA.limit_slots l
+        where l.queue = s.queue and l.group_id = '' and l.slot <= s.concurrency and l.job_id is null) then 'concurrency'
+      when s.rate_max is not null and not exists (
+        select 1 from :PGONCE_SCHEMA.limit_rate_slots r
+        where r.queue = s.queue and r.group_id = '' and r.slot <= s.rate_max
+          and r.used_at <= now() - make_interval(secs => s.rate_duration_ms / 1000.0)) then 'rateLimit'
+    end as held_by
+  from :PGONCE_SCHEMA.jobs j join :PGONCE_SCHEMA.queue_settings s on s.queue = j.queue
+  where j.state = 'waiting' and j.run_at <= now()
+) h
+where h.held_by is not null;

@@ -9,6 +9,7 @@ import { parseSeconds } from './args.js'
 import { registerDedup } from './dedup.js'
 import { registerFailed } from './failed.js'
 import { registerJobs } from './jobs.js'
+import { registerLimits } from './limits.js'
 import { registerMigrate } from './migrate.js'
 import { reportError } from './output.js'
 import { registerPause } from './pause.js'
@@ -34,6 +35,7 @@ registerJobs(program)
 registerDedup(program)
 registerFailed(program)
 registerPause(program)
+registerLimits(program)
 registerSchedulers(program)
 
 // A reader that stops early (`pgonce sql | head`) is not an error.
