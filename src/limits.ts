@@ -60,18 +60,23 @@ export async function setLimits(execute: Execute, schema: string, params: unknow
   await execute(sqlFor('set-limits', schema), params)
 }
 
-export async function getLimits(execute: Execute, schema: string, queue: string): Promise<QueueLimits> {
-  type Row = {
-    concurrency: number | null
-    rate_max: number | null
-    rate_duration_ms: string | null
-    slots_in_use: number
-  }
-  const [row] = await execute<Row>(sqlFor('get-limits', schema), [queue])
-  const r = row as Row
+/** A row of sql/get-limits.sql or of the queue_limits view. */
+export interface LimitsRow {
+  concurrency: number | null
+  rate_max: number | null
+  rate_duration_ms: string | null
+  slots_in_use: number
+}
+
+export function limitsOf(r: LimitsRow): QueueLimits {
   return {
     concurrency: r.concurrency,
     rateLimit: r.rate_max === null ? null : { max: r.rate_max, durationMs: Number(r.rate_duration_ms) },
     slotsInUse: r.slots_in_use,
   }
+}
+
+export async function getLimits(execute: Execute, schema: string, queue: string): Promise<QueueLimits> {
+  const [row] = await execute<LimitsRow>(sqlFor('get-limits', schema), [queue])
+  return limitsOf(row as LimitsRow)
 }

@@ -93,6 +93,22 @@ describe('queue-wide concurrency across worker processes', () => {
     }
   }, 60_000)
 
+  it('a worker already running when the limit is set obeys it at once', async () => {
+    const q = queueOf('switch')
+    const [kid] = flowWorkers(db, 'switch', 1, { CONCURRENCY: '8' })
+    try {
+      // The worker has claimed (and emptied) the queue without limits: it claims the plain way.
+      await q.add('first', {})
+      await waitFor(async () => (await runCount(db, 'switch')) === 1, 30_000, 'the first run')
+      await q.setLimits({ concurrency: 1 })
+      await q.addBulk(Array.from({ length: 8 }, () => ({ name: 'j', data: { holdMs: 80 } })))
+      await waitFor(async () => (await runCount(db, 'switch')) === 9, 30_000, 'the 8 jobs to run')
+      expect(await maxOverlap(db, 'switch')).toBe(1)
+    } finally {
+      kid!.kill('SIGKILL')
+    }
+  }, 60_000)
+
   it("a SIGKILLed worker's slot comes back after its lease, and only then", async () => {
     const q = queueOf('kill')
     await q.setLimits({ concurrency: 1 })

@@ -4,7 +4,7 @@ import type { Command } from 'commander'
 import { ValidationError } from '../errors.js'
 import { JOB_STATES, type JobState } from '../job.js'
 import type { JobCounts } from '../queue.js'
-import type { QueueLimits } from '../limits.js'
+import { type LimitsRow, type QueueLimits, limitsOf } from '../limits.js'
 import { jsonOption, parseInteger, parseQueue } from './args.js'
 import { type Db, withDb } from './connect.js'
 import { emit, table, time } from './output.js'
@@ -68,26 +68,11 @@ export async function readStats(db: Db, queue: string | undefined): Promise<Queu
 
 /** The limits of every queue that has one (the queue_limits view), or of `queue`. */
 async function readLimits(db: Db, queue: string | undefined): Promise<Map<string, QueueLimits>> {
-  const rows = await db.query<{
-    queue: string
-    concurrency: number | null
-    rate_max: number | null
-    rate_duration_ms: string | null
-    slots_in_use: number
-  }>(
+  const rows = await db.query<LimitsRow & { queue: string }>(
     'select queue, concurrency, rate_max, rate_duration_ms, slots_in_use from :PGONCE_SCHEMA.queue_limits where ($1::text is null or queue = $1)',
     [queue ?? null],
   )
-  return new Map(
-    rows.map((r) => [
-      r.queue,
-      {
-        concurrency: r.concurrency,
-        rateLimit: r.rate_max === null ? null : { max: r.rate_max, durationMs: Number(r.rate_duration_ms) },
-        slotsInUse: r.slots_in_use,
-      },
-    ]),
-  )
+  return new Map(rows.map((r) => [r.queue, limitsOf(r)]))
 }
 
 function render(stats: QueueStats[]): string {
