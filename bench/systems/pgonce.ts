@@ -106,6 +106,16 @@ async function openWith(api: Api, url: string, config: string): Promise<BenchSys
   }
 }
 
+const LIMITS_CONFIG: SystemInfo['configs'][number] = {
+  key: 'limits-not-binding',
+  purpose:
+    'the cost of flow control where it holds nothing back: W4 with queue limits set but never reached (docs/flow-control.md)',
+  lines: [
+    `\`queue.setLimits({ concurrency: ${NON_BINDING_LIMITS.concurrency}, rateLimit: { max: ${NON_BINDING_LIMITS.rateLimit.max}, durationMs: ${NON_BINDING_LIMITS.rateLimit.durationMs} } })\`, then the default Worker`,
+  ],
+  workloads: ['W4'],
+}
+
 /**
  * pgonce from the source tree at `root` (a directory URL ending in `/`): the working tree, or a baseline checkout.
  * Its `src/index.ts` is imported through tsx, so that checkout needs its own node_modules (or a link to ours).
@@ -147,15 +157,8 @@ export function pgonceSystem(id: SystemId, label: (version: string) => string, r
         ],
         workloads: ['W4B'],
       },
-      {
-        key: 'limits-not-binding',
-        purpose:
-          'the cost of flow control where it holds nothing back: W4 with queue limits set but never reached (docs/flow-control.md)',
-        lines: [
-          `\`queue.setLimits({ concurrency: ${NON_BINDING_LIMITS.concurrency}, rateLimit: { max: ${NON_BINDING_LIMITS.rateLimit.max}, durationMs: ${NON_BINDING_LIMITS.rateLimit.durationMs} } })\`, then the default Worker`,
-        ],
-        workloads: ['W4'],
-      },
+      // A baseline from before flow control has no queue.setLimits.
+      ...(id === 'pgonce' ? [LIMITS_CONFIG] : []),
     ],
     open: async (url, config) => openWith(await load(), url, config),
   }
