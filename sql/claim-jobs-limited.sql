@@ -54,25 +54,24 @@ with settings as materialized (
 ), numbered as (
   select c.id, c.lock_token, row_number() over (order by c.id) as rn from claimed c
 ), pairs as materialized (
-  -- The i-th slot taken (by slot number) goes to the i-th job started (by id), as arrays: the updates below find their
-  -- rows by primary key (slot = any(...)) and read their job from the arrays, where a join of the slot rows with these
-  -- pairs was planned as a nested loop re-sorting the pairs for every slot row of the queue (claims of 500 jobs took
-  -- seconds).
-  select coalesce(array_agg(f.slot order by f.rn), '{}') as slots, array_agg(n.id order by f.rn) as ids,
-    array_agg(n.lock_token order by f.rn) as tokens
+  -- The i-th slot taken (by slot number) goes to the i-th job started (by id). The updates below are driven by the
+  -- unnested pairs, each slot row found by primary key, as sql/complete-jobs.sql finds its jobs: a join of the slot rows
+  -- with a subquery of the pairs was planned as a nested loop re-sorting the pairs for every slot row of the queue (claims
+  -- of 500 jobs took seconds), and reading each row's job from arrays with array_position() was quadratic.
+  select f.slot, n.id, n.lock_token
   from (select s.slot, row_number() over (order by s.slot) as rn from slots s) f
   join numbered n on n.rn = f.rn
 ), taken_slots as (
-  update :PGONCE_SCHEMA.limit_slots l
-  set job_id = (select p.ids from pairs p)[array_position((select p.slots from pairs p), l.slot)],
-      lock_token = (select p.tokens from pairs p)[array_position((select p.slots from pairs p), l.slot)]
-  where l.queue = $1 and l.group_id = '' and l.slot = any((select p.slots from pairs p)::integer[])
+  update :PGONCE_SCHEMA.limit_slots l set job_id = u.id, lock_token = u.lock_token
+  from unnest((select array_agg(p.slot) from pairs p), (select array_agg(p.id) from pairs p),
+              (select array_agg(p.lock_token) from pairs p)) as u(slot, id, lock_token)
+  where l.queue = $1 and l.group_id = '' and l.slot = u.slot
   returning l.slot
 ), used_rates as (
   update :PGONCE_SCHEMA.limit_rate_slots r set used_at = now()
-  where r.queue = $1 and r.group_id = '' and r.slot = any((
-    select coalesce(array_agg(u.slot), '{}') from (
-      select s.slot from rates s order by s.slot limit (select count(*) from claimed)) u)::integer[])
+  from unnest((select array_agg(s.slot) from (
+         select s.slot from rates s order by s.slot limit (select count(*) from claimed)) s)) as u(slot)
+  where r.queue = $1 and r.group_id = '' and r.slot = u.slot
   returning r.slot
 )
 select x.*, (extract(epoch from c.run_at) * 1000000)::bigint::text as run_at_us, c.timeout_ms
