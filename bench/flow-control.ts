@@ -3,7 +3,8 @@
 // schema: pgonce without limits, pgonce with limits it never reaches (concurrency 1,000 and 10,000 starts per ms), and,
 // with FLOW_BASELINE=<dir> (a checkout of an earlier commit with node_modules), that commit without limits.
 //
-//   DATABASE_URL=… npx tsx bench/flow-control.ts            (FLOW_JOBS, default 10,000; FLOW_ROUNDS, default 5)
+//   DATABASE_URL=… npx tsx bench/flow-control.ts            (FLOW_JOBS, default 10,000; FLOW_ROUNDS, default 5;
+//                                                           FLOW_LIMITS, the limits as JSON, default both below)
 
 import { pathToFileURL } from 'node:url'
 import pg from 'pg'
@@ -12,6 +13,9 @@ type Api = typeof import('../src/index.js')
 const url = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
 const jobs = Number(process.env.FLOW_JOBS ?? 10_000)
 const rounds = Number(process.env.FLOW_ROUNDS ?? 5)
+const limits = JSON.parse(
+  process.env.FLOW_LIMITS ?? '{"concurrency":1000,"rateLimit":{"max":10000,"durationMs":1}}',
+) as import('../src/index.js').Limits
 
 interface Side {
   name: string
@@ -26,7 +30,7 @@ async function drainOnce(side: Side): Promise<number> {
   const queue = new Queue('w4', { connectionString: url, schema, migrate: false })
   const admin = new pg.Pool({ connectionString: url, max: 1 })
   try {
-    if (side.limits) await queue.setLimits({ concurrency: 1_000, rateLimit: { max: 10_000, durationMs: 1 } })
+    if (side.limits) await queue.setLimits(limits)
     for (let i = 0; i < jobs; i += 1_000) {
       await queue.addBulk(Array.from({ length: Math.min(1_000, jobs - i) }, () => ({ name: 'j', data: {} })))
     }
