@@ -1,5 +1,5 @@
 --! Previous: sha1:4ebf991b907740f1f86922836c8e7d2e782af4db
---! Hash: sha1:f0b8ef7dc63878f5abd59abf1ef806d865d2b792
+--! Hash: sha1:962a21ba945931ce308b373c9e02db57e6befa7d
 --! Message: flow-control
 
 -- Flow control (docs/flow-control.md): a queue-wide concurrency and a sliding-window rate limit, stored per queue in
@@ -102,7 +102,8 @@ select s.queue, s.concurrency, s.rate_max, s.rate_duration_ms, s.rate_paused_unt
 from :PGONCE_SCHEMA.queue_settings s
 where s.concurrency is not null or s.rate_max is not null or s.rate_paused_until > now();
 
--- The due waiting jobs of queues that hold them back now, and what holds each: 'paused', 'ctx.rateLimit' (a handler's
+-- The due queued jobs (waiting, or delayed and due: what a claim takes) of queues that hold them back now, and what
+-- holds each: 'paused', 'ctx.rateLimit' (a handler's
 -- hold), 'concurrency' (every slot is held) or 'rateLimit' (the window holds max starts). A due job of a queue not
 -- listed here waits only for a worker.
 create view :PGONCE_SCHEMA.held_jobs as
@@ -119,6 +120,6 @@ select * from (
           and r.used_at <= now() - make_interval(secs => s.rate_duration_ms / 1000.0)) then 'rateLimit'
     end as held_by
   from :PGONCE_SCHEMA.jobs j join :PGONCE_SCHEMA.queue_settings s on s.queue = j.queue
-  where j.state = 'waiting' and j.run_at <= now()
+  where :PGONCE_SCHEMA._is_queued(j.state) and j.run_at <= now()
 ) h
 where h.held_by is not null;
