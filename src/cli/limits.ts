@@ -61,10 +61,10 @@ export function registerLimits(program: Command): void {
     .option('--rate <max/ms>', 'at most MAX starts in any MS milliseconds, or none', parseRate)
     .addOption(jsonOption())
     .action(
-      (queue: string, opts: { json?: boolean; concurrency?: number | None; rate?: RateLimit | None }, cmd: Command) =>
-        withDb(cmd, async (db) => {
-          if (opts.concurrency === undefined && opts.rate === undefined)
-            throw usage('give --concurrency, --rate or both')
+      (queue: string, opts: { json?: boolean; concurrency?: number | None; rate?: RateLimit | None }, cmd: Command) => {
+        // A usage error before any connection.
+        if (opts.concurrency === undefined && opts.rate === undefined) throw usage('give --concurrency, --rate or both')
+        return withDb(cmd, async (db) => {
           const q = db.queue(queue)
           await q.setLimits({
             ...(opts.concurrency === undefined
@@ -74,6 +74,7 @@ export function registerLimits(program: Command): void {
           })
           const l = await q.getLimits()
           emit(opts.json, { queue, ...l }, () => describeLimits(queue, l))
-        }),
+        })
+      },
     )
 }
