@@ -10,7 +10,13 @@
 //               key), plus completed jobs missing one of their effects
 //   duplicated  effect keys applied more than once (rows counted per key)
 //   crashed     worker processes that exited on their own or with an unhandled error, or not cleanly on SIGTERM
-// The last line is exactly `lost=N duplicated=N crashed=N`; the exit code is 1 if any is non-zero.
+//   exceeded    flow control (docs/flow-control.md): a second queue, chaos-limited, has concurrency 2 and a rate limit
+//               of 30 starts per second; each of its runs whose completion committed records, in the completion's
+//               transaction (ctx.transaction), its claim time and its handler's start and end on the database clock.
+//               Counted: instants where more than 2 of those runs overlap, windows of 1 s holding more than 30 claims,
+//               and slots still held once everything drained (a leak). A run whose worker was killed or lost its
+//               lease records nothing: its slot was held until its lease ended, which only leaves the others less room.
+// The last line is exactly `lost=N duplicated=N crashed=N exceeded=N`; the exit code is 1 if any is non-zero.
 //
 //   CHAOS_SECONDS=30 npm run chaos      (default 120; DATABASE_URL, else postgres://postgres@127.0.0.1:5432/test;
 //                                        CHAOS_DEBUG=1 names the emitter of an unhandled error event in a worker)
@@ -43,6 +49,8 @@ const withApp = (url: string, name: string): string =>
   `${url}${url.includes('?') ? '&' : '?'}application_name=${encodeURIComponent(name)}`
 
 const LEASE_MS = 1_500
+/** The limits of the queue chaos-limited. */
+const LIMITED = { concurrency: 2, rateLimit: { max: 30, durationMs: 1_000 } }
 
 if (process.env.CHAOS_ROLE === 'worker') await runWorker()
 else if (process.env.CHAOS_ROLE === 'remover') await runRemover()
@@ -108,15 +116,43 @@ async function runWorker(): Promise<void> {
       ...(CHAOS_REDIS ? { redis: REDIS_URL } : {}),
     },
   )
+  // The handler's start on the database clock (ctx.transaction would complete the job).
+  const clock = new pg.Pool({ connectionString: url, max: 2 })
+  clock.on('error', () => {})
+  const limited = new Worker<Record<string, unknown>>(
+    'chaos-limited',
+    async (job, ctx) => {
+      const { rows } = await clock.query('select clock_timestamp() as at')
+      await sleep(randomInt(0, 30))
+      await ctx.transaction(async (tx) => {
+        await tx.query(
+          `insert into "${schema}".chaos_runs (job_id, claimed_at, started_at, ended_at)
+           select $1, j.started_at, $2, clock_timestamp() from "${schema}".jobs j where j.id = $1`,
+          [job.id, (rows[0] as { at: Date }).at],
+        )
+      })
+    },
+    {
+      connectionString: url,
+      schema,
+      concurrency: 2,
+      leaseMs: LEASE_MS,
+      heartbeatMs: 400,
+      pollIntervalMs: 300,
+      maintenanceIntervalMs: 500,
+      migrate: false,
+    },
+  )
   let errors = 0
   worker.on('error', () => errors++)
+  limited.on('error', () => errors++)
   process.once('SIGTERM', () => {
-    void worker.close().then(() => {
+    void Promise.all([worker.close(), limited.close()]).then(() => {
       process.stderr.write(`worker ${process.pid}: closed (${errors} errors reported)\n`)
       process.exit(0)
     })
   })
-  await worker.run()
+  await Promise.all([worker.run(), limited.run()])
   process.stdout.write('ready\n')
 }
 
@@ -153,6 +189,8 @@ async function runHarness(): Promise<void> {
   pool.on('error', () => {})
   await pool.query(`create table "${schema}".chaos_effects (effect_key text not null, job_id bigint not null, pid int not null,
     at timestamptz not null default clock_timestamp())`)
+  await pool.query(`create table "${schema}".chaos_runs (job_id bigint not null, claimed_at timestamptz not null,
+    started_at timestamptz not null, ended_at timestamptz not null)`)
 
   const crashes: string[] = []
   const slots: Slot[] = []
@@ -186,6 +224,12 @@ async function runHarness(): Promise<void> {
     poolSize: 6,
     ...(CHAOS_REDIS ? { redis: REDIS_URL } : {}),
   })
+  const limitedQueue = new Queue('chaos-limited', {
+    connectionString: withApp(url, producerApp),
+    schema,
+    migrate: false,
+    poolSize: 2,
+  })
   const remover = CHAOS_REDIS
     ? new Remover(file, { ...process.env, CHAOS_URL: withApp(url, producerApp), CHAOS_SCHEMA: schema })
     : null
@@ -202,6 +246,7 @@ async function runHarness(): Promise<void> {
       }
     }
     await queue.close().catch(() => {})
+    await limitedQueue.close().catch(() => {})
     if (CHAOS_REDIS) await deleteRedisKeys(schema).catch(() => {})
     await pool.query(`drop schema if exists "${schema}" cascade`).catch(() => {})
     await pool.end().catch(() => {})
@@ -240,10 +285,14 @@ async function runHarness(): Promise<void> {
       }
       return { ...base, opts: { attempts: 100 }, jobId: null, key: null }
     }
+    await limitedQueue.setLimits(LIMITED)
+    const limitedAcks: string[] = []
     const producer = async (): Promise<void> => {
       while (producing) {
         try {
-          if (randomInt(100) < 20) {
+          if (randomInt(100) < 8) {
+            limitedAcks.push((await limitedQueue.add('l', { r: randomInt(1e6) }, { attempts: 100 })).id)
+          } else if (randomInt(100) < 20) {
             const items = Array.from({ length: 4 }, item)
             const jobs = await queue.addBulk(items.map(({ name, data, opts }) => ({ name, data, opts })))
             jobs.forEach((j, i) => acks.push({ id: j.id, jobId: items[i]!.jobId, key: items[i]!.key }))
@@ -326,7 +375,9 @@ async function runHarness(): Promise<void> {
       `faults: ${faults.kill} SIGKILLs, ${faults.freeze} freezes, ${faults.terminate} backends terminated` +
         (CHAOS_REDIS ? `, ${faults['listener stall']} cache listener stalls` : ''),
     )
-    log(`adds: ${acks.length} acknowledged, ${refused} refused (errors the callers saw)`)
+    log(
+      `adds: ${acks.length} acknowledged (and ${limitedAcks.length} to chaos-limited), ${refused} refused (errors the callers saw)`,
+    )
     if (reAdds !== null) {
       log(
         `re-adds after a removal: ${JSON.stringify(reAdds.checked)} checked, ${reAdds.faulted} given up on a fault, ` +
@@ -408,14 +459,38 @@ async function runHarness(): Promise<void> {
     if (unaccounted!.n > 0) log(`lost adds: ${unaccounted!.n} (job ids ${unaccounted!.sample?.slice(0, 200)})`)
     if (missing!.n > 0) log(`completed jobs missing an effect: ${missing!.n}`)
     if (dup!.n > 0) log(`effect keys applied more than once: ${dup!.n} (${dup!.sample?.slice(0, 200)})`)
+    const {
+      rows: [limits],
+    } = await pool.query<{ runs: number; overlap: number; window: number; leaked: number; unfinished: number }>(
+      `select (select count(*)::int from "${schema}".chaos_runs) as runs,
+         coalesce((select max((select count(*) from "${schema}".chaos_runs o
+                               where o.started_at <= s.started_at and o.ended_at > s.started_at))
+                   from "${schema}".chaos_runs s), 0)::int as overlap,
+         coalesce((select max((select count(*) from "${schema}".chaos_runs o
+                               where o.claimed_at >= s.claimed_at and o.claimed_at < s.claimed_at + $1 * interval '1 ms'))
+                   from "${schema}".chaos_runs s), 0)::int as window,
+         (select count(*)::int from "${schema}".limit_slots where job_id is not null) as leaked,
+         (select count(*)::int from "${schema}".jobs where queue = 'chaos-limited' and state <> 'completed') as unfinished`,
+      [LIMITED.rateLimit.durationMs],
+    )
+    log(
+      `chaos-limited: ${limits!.runs} runs recorded, at most ${limits!.overlap} at once (limit ${LIMITED.concurrency}), ` +
+        `at most ${limits!.window} claims in ${LIMITED.rateLimit.durationMs} ms (limit ${LIMITED.rateLimit.max}), ` +
+        `${limits!.leaked} slots held after the drain, ${limits!.unfinished} jobs not completed`,
+    )
+    const exceeded =
+      (limits!.overlap > LIMITED.concurrency ? 1 : 0) +
+      (limits!.window > LIMITED.rateLimit.max ? 1 : 0) +
+      limits!.leaked +
+      limits!.unfinished
     for (const c of crashes) log(`crash: ${c}`)
     if ((reAdds?.stale ?? 0) > 0) log(`re-adds answered by the removed key's owner (lost jobs): ${reAdds?.stale}`)
     const lost = unaccounted!.n + missing!.n + (left === 0 ? 0 : left) + (reAdds?.stale ?? 0)
     const duplicated = dup!.n
     const crashed = crashes.length
     await cleanup()
-    log(`lost=${lost} duplicated=${duplicated} crashed=${crashed}`)
-    process.exit(lost + duplicated + crashed > 0 ? 1 : 0)
+    log(`lost=${lost} duplicated=${duplicated} crashed=${crashed} exceeded=${exceeded}`)
+    process.exit(lost + duplicated + crashed + exceeded > 0 ? 1 : 0)
   } catch (err) {
     await cleanup()
     process.stderr.write(`chaos: ${(err as Error).stack ?? String(err)}\n`)

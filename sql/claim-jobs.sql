@@ -2,7 +2,7 @@
 -- worker's cursor ($6 priority, $7 run_at in microseconds since the epoch, exact, as the run_at_us column answers it;
 -- $8 id; the head of the queue is (-2147483648, year -1199, 0)), and starts them: 'active', attempt counted,
 -- started_at set, a lease of $3 ms. A worker claims only what it starts (docs/workers.md, "Fetching"). A paused
--- queue gives nothing.
+-- queue gives nothing, nor does a queue with a limit (docs/flow-control.md): its claims are sql/claim-jobs-limited.sql.
 -- A job's run times out at timeout_at: started_at plus its timeout_ms, else the worker's timeoutMs ($9, null: none); the
 -- lease never outlasts it (docs/workers.md#timeouts).
 -- Lock tokens: the worker chooses their first 8 bytes ($5, 'xxxxxxxx-xxxx-xxxx-') before it sends the claim, the job
@@ -26,7 +26,7 @@ with picked as materialized (
     select ctid from :PGONCE_SCHEMA.jobs
     where queue = $1 and :PGONCE_SCHEMA._is_queued(state) and run_at <= now()
       and (priority, run_at, id) > ($6::integer, timestamptz 'epoch' + $7::bigint * interval '1 microsecond', $8::bigint)
-      and not :PGONCE_SCHEMA._queue_paused($1)
+      and not :PGONCE_SCHEMA._queue_held($1)
     order by priority, run_at, id
     limit $2
     for update skip locked) as ctids

@@ -24,16 +24,12 @@ import { SchemaReady } from './migrate/schema-ready.js'
 import {
   type CancelOutcome,
   type GetJobsOptions,
-  type RetentionSettings,
   cancelJob,
   getJobs,
   getJobsParams,
-  getSettings,
   removeJob,
-  retentionParams,
-  setPaused,
-  setRetention,
 } from './queue-control.js'
+import { QueueSettingsControl } from './queue-settings.js'
 import {
   ADD_OPTION_KEYS,
   type AddOptions,
@@ -61,7 +57,7 @@ import { checkJobIdRef, checkOptions, checkText } from './validate.js'
 
 export type { AddOptions, AddOutcomeCounts, BulkItem, JobCounts, QueueOptions, WriteOptions } from './queue-options.js'
 
-export class Queue<Data = unknown> implements JobOwner {
+export class Queue<Data = unknown> extends QueueSettingsControl implements JobOwner {
   readonly name: string
   readonly schema: string
   /** Outcomes of adds since this Queue was made (and 'rejected'), for metrics; also fed to the OpenTelemetry counter pgonce.jobs.added. */
@@ -83,6 +79,7 @@ export class Queue<Data = unknown> implements JobOwner {
   private closed = false
 
   constructor(name: string, options: QueueOptions) {
+    super()
     this.name = checkQueueName(name, 'name')
     this.outcomes = new Counters<AddOutcome | 'rejected'>(countInto('adds', this.name))
     const opts = resolveQueueOptions(options, this.name)
@@ -259,35 +256,6 @@ export class Queue<Data = unknown> implements JobOwner {
     const params = getJobsParams(this.name, options)
     const rows = await getJobs(await this.executor(undefined), this.schema, params)
     return rows.map((row) => new Job<Data>(row, null, this))
-  }
-
-  /** Stops every worker of this queue from claiming (they finish what they hold); adds are still accepted and deduplicated. */
-  async pause(options?: WriteOptions): Promise<void> {
-    const { tx } = checkOptions<WriteOptions>(options, 'options', ['tx'])
-    await setPaused(await this.executor(tx, 'options.tx'), this.schema, this.name, true)
-  }
-
-  /** Lets the workers of this queue claim again (and wakes the idle ones). */
-  async resume(options?: WriteOptions): Promise<void> {
-    const { tx } = checkOptions<WriteOptions>(options, 'options', ['tx'])
-    await setPaused(await this.executor(tx, 'options.tx'), this.schema, this.name, false)
-  }
-
-  async isPaused(): Promise<boolean> {
-    return (await getSettings(await this.executor(undefined), this.schema, this.name)).paused
-  }
-
-  /** Sets how long this queue's finished jobs are kept (stored in Postgres; housekeeping prunes by it). */
-  async setRetention(settings: RetentionSettings, options?: WriteOptions): Promise<void> {
-    const { tx } = checkOptions<WriteOptions>(options, 'options', ['tx'])
-    const params = retentionParams(this.name, settings)
-    await setRetention(await this.executor(tx, 'options.tx'), this.schema, params)
-  }
-
-  /** This queue's retention, with the defaults filled in. */
-  async getRetention(): Promise<Required<{ [K in keyof RetentionSettings]: number | null }>> {
-    const s = await getSettings(await this.executor(undefined), this.schema, this.name)
-    return { completedMs: s.completedRetentionMs, failedMs: s.failedRetentionMs, maxCompleted: s.maxCompleted }
   }
 
   /**

@@ -46,12 +46,18 @@ describe.concurrent('read commands', () => {
   it('stats: every queue with jobs, counts per state, held keys and paused; one queue even when it has none', async () => {
     expect(await json('stats')).toEqual({
       queues: [
-        { queue: 'emails', paused: false, counts: { ...zero, waiting: 2, delayed: 1, failed: 1 }, heldKeys: 1 },
-        { queue: 'reports', paused: false, counts: { ...zero, completed: 1 }, heldKeys: 0 },
+        {
+          queue: 'emails',
+          paused: false,
+          counts: { ...zero, waiting: 2, delayed: 1, failed: 1 },
+          heldKeys: 1,
+          limits: null,
+        },
+        { queue: 'reports', paused: false, counts: { ...zero, completed: 1 }, heldKeys: 0, limits: null },
       ],
     })
     expect(await json('stats', '--queue', 'empty')).toEqual({
-      queues: [{ queue: 'empty', paused: false, counts: zero, heldKeys: 0 }],
+      queues: [{ queue: 'empty', paused: false, counts: zero, heldKeys: 0, limits: null }],
     })
     const text = await cli('stats', '--queue', 'emails')
     expect(text.code).toBe(0)

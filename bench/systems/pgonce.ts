@@ -27,13 +27,20 @@ export const LARGE_BATCH_SIZE = 2_000
 /** W4B's batch handler: batches of this many jobs (a guard on batch handlers' drain, not a tuned figure). */
 export const HANDLER_BATCH_SIZE = 100
 
-type WorkerSettings = { batchSize?: number; batch?: { size: number } }
+/**
+ * The `limits-not-binding` configuration's queue limits (docs/flow-control.md): set, but never reached by one worker of
+ * concurrency 16, so that W4 shows what a limited claim costs where no limit holds a job back.
+ */
+export const NON_BINDING_LIMITS = { concurrency: 1_000, rateLimit: { max: 10_000, durationMs: 1 } }
+
+type WorkerSettings = { batchSize?: number; batch?: { size: number }; limits?: typeof NON_BINDING_LIMITS }
 
 /** The Worker options each configuration sets beside `concurrency` (the one place a configuration's settings live). */
 const WORKER_OPTIONS: Readonly<Record<string, WorkerSettings>> = {
   default: {},
   'large-batches': { batchSize: LARGE_BATCH_SIZE },
   'batch-handler': { batch: { size: HANDLER_BATCH_SIZE } },
+  'limits-not-binding': { limits: NON_BINDING_LIMITS },
 }
 
 function workerOptionsOf(config: string): WorkerSettings {
@@ -73,7 +80,12 @@ async function openWith(api: Api, url: string, config: string): Promise<BenchSys
     countUnfinished: (name) => count(name, true),
     async consume(name, onStart): Promise<Consumer> {
       const common = { connectionString: url, schema: PGONCE_SCHEMA, concurrency: CONCURRENCY }
-      const { batch, ...rest } = workerOptions
+      const { batch, limits, ...rest } = workerOptions
+      if (limits !== undefined) {
+        const queue = queueFor(name) as { setLimits?: (l: typeof NON_BINDING_LIMITS) => Promise<void> }
+        if (queue.setLimits === undefined) throw new Error('this pgonce has no queue.setLimits')
+        await queue.setLimits(limits)
+      }
       const worker =
         batch === undefined
           ? new Worker<JobData>(name, async (job) => onStart(job.data), { ...common, ...rest })
@@ -92,6 +104,16 @@ async function openWith(api: Api, url: string, config: string): Promise<BenchSys
       await pool.end()
     },
   }
+}
+
+const LIMITS_CONFIG: SystemInfo['configs'][number] = {
+  key: 'limits-not-binding',
+  purpose:
+    'the cost of flow control where it holds nothing back: W4 with queue limits set but never reached (docs/flow-control.md)',
+  lines: [
+    `\`queue.setLimits({ concurrency: ${NON_BINDING_LIMITS.concurrency}, rateLimit: { max: ${NON_BINDING_LIMITS.rateLimit.max}, durationMs: ${NON_BINDING_LIMITS.rateLimit.durationMs} } })\`, then the default Worker`,
+  ],
+  workloads: ['W4'],
 }
 
 /**
@@ -135,6 +157,8 @@ export function pgonceSystem(id: SystemId, label: (version: string) => string, r
         ],
         workloads: ['W4B'],
       },
+      // A baseline from before flow control has no queue.setLimits.
+      ...(id === 'pgonce' ? [LIMITS_CONFIG] : []),
     ],
     open: async (url, config) => openWith(await load(), url, config),
   }

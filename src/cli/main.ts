@@ -10,6 +10,7 @@ import { registerDashboard } from './dashboard.js'
 import { registerDedup } from './dedup.js'
 import { registerFailed } from './failed.js'
 import { registerJobs } from './jobs.js'
+import { registerLimits } from './limits.js'
 import { registerMigrate } from './migrate.js'
 import { reportError } from './output.js'
 import { registerPause } from './pause.js'
@@ -35,6 +36,7 @@ registerJobs(program)
 registerDedup(program)
 registerFailed(program)
 registerPause(program)
+registerLimits(program)
 registerSchedulers(program)
 registerDashboard(program)
 

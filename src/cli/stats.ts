@@ -4,6 +4,7 @@ import type { Command } from 'commander'
 import { ValidationError } from '../errors.js'
 import { JOB_STATES, type JobState } from '../job.js'
 import type { JobCounts } from '../queue.js'
+import { type LimitsRow, type QueueLimits, limitsOf } from '../limits.js'
 import { jsonOption, parseInteger, parseQueue } from './args.js'
 import { type Db, withDb } from './connect.js'
 import { emit, table, time } from './output.js'
@@ -14,6 +15,8 @@ export interface QueueStats {
   paused: boolean | null
   counts: JobCounts
   heldKeys: number
+  /** Its limits (docs/flow-control.md) and the slots in use; null: none. */
+  limits: QueueLimits | null
 }
 
 function zeroCounts(): JobCounts {
@@ -50,6 +53,7 @@ export async function readStats(db: Db, queue: string | undefined): Promise<Queu
     }
   }
   const heldBy = new Map(held.map((r) => [r.queue, r.n]))
+  const limits = await readLimits(db, queue)
   const names = [...new Set([...counts.keys(), ...heldBy.keys()])].sort()
   return Promise.all(
     names.map(async (name) => ({
@@ -57,18 +61,41 @@ export async function readStats(db: Db, queue: string | undefined): Promise<Queu
       paused: await pausedOf(db, name),
       counts: counts.get(name) ?? zeroCounts(),
       heldKeys: heldBy.get(name) ?? 0,
+      limits: limits.get(name) ?? null,
     })),
   )
+}
+
+/** The limits of every queue that has one (the queue_limits view), or of `queue`. */
+async function readLimits(db: Db, queue: string | undefined): Promise<Map<string, QueueLimits>> {
+  const rows = await db.query<LimitsRow & { queue: string }>(
+    'select queue, concurrency, rate_max, rate_duration_ms, slots_in_use from :PGONCE_SCHEMA.queue_limits where ($1::text is null or queue = $1)',
+    [queue ?? null],
+  )
+  return new Map(rows.map((r) => [r.queue, limitsOf(r)]))
 }
 
 function render(stats: QueueStats[]): string {
   if (stats.length === 0) return 'no jobs\n'
   const paused = (p: boolean | null) => (p === null ? '-' : p ? 'yes' : 'no')
-  return table(
+  const counts = table(
     ['queue', 'paused', ...JOB_STATES, 'held-keys'],
     stats.map((s) => [s.queue, paused(s.paused), ...JOB_STATES.map((state) => s.counts[state]), s.heldKeys]),
     JOB_STATES.map((_, i) => i + 2).concat(JOB_STATES.length + 2),
   )
+  const limited = stats.filter((s) => s.limits !== null)
+  if (limited.length === 0) return counts
+  const limits = table(
+    ['queue', 'concurrency', 'in-use', 'rate-limit'],
+    limited.map(({ queue, limits: l }) => [
+      queue,
+      l?.concurrency ?? '-',
+      l?.concurrency === null ? '-' : l?.slotsInUse,
+      l?.rateLimit ? `${l.rateLimit.max} per ${l.rateLimit.durationMs} ms` : '-',
+    ]),
+    [1, 2],
+  )
+  return `${counts}\nlimits:\n${limits}`
 }
 
 /** Draws every `intervalMs` until SIGINT or SIGTERM; each draw starts after the previous one ended. */
@@ -112,7 +139,7 @@ interface StatsOptions {
 export function registerStats(program: Command): void {
   program
     .command('stats')
-    .description('jobs per queue and state, held dedup keys, paused')
+    .description('jobs per queue and state, held dedup keys, paused, limits')
     .option('--queue <name>', 'only this queue', parseQueue)
     .option('--watch', 'redraw until Ctrl-C')
     .option('--interval <ms>', 'with --watch: time between redraws', parseInteger(100, 3_600_000), 2000)

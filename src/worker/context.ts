@@ -3,6 +3,7 @@
 import type pg from 'pg'
 import { inTransaction, isConnectionError } from '../db/checkout.js'
 import type { Effects, RunOnceOptions } from '../effects.js'
+import { type RateLimitOptions, checkRateLimitCall } from './rate-limit.js'
 import { JobCancelledError, JobTimeoutError, LeaseLostError, RetryLaterError } from '../errors.js'
 import type { Job } from '../job.js'
 import type { Logger } from '../logger.js'
@@ -40,6 +41,12 @@ export interface JobContext {
   runOnce(key: string, work: () => unknown, opts?: RunOnceOptions): Promise<'ran' | 'duplicate-done'>
   /** Stores `value` (a number or small JSON) as `job.progress`; throws `LeaseLostError` if the lease was lost. */
   updateProgress(value: unknown): Promise<void>
+  /**
+   * The upstream answered 429: no job of this queue starts, on any worker, for `ms` (database clock), and this job goes
+   * back to `waiting` without counting its attempt. Always throws (`RetryLaterError`); the job is given back even if
+   * you catch it. docs/flow-control.md.
+   */
+  rateLimit(ms: number, options?: RateLimitOptions): Promise<never>
   /** The worker's logger, bound to this run: `queue`, `worker`, `jobId`, `jobName` and `attempt` on every line. */
   readonly logger: Logger
 }
@@ -181,6 +188,18 @@ export class HeldJob<Data> implements JobContext {
 
   get updateProgress(): JobContext['updateProgress'] {
     return (value) => this.storeProgress(value)
+  }
+
+  get rateLimit(): JobContext['rateLimit'] {
+    return (ms, options) => this.holdQueue(ms, options)
+  }
+
+  private async holdQueue(ms: number, options?: RateLimitOptions): Promise<never> {
+    const holdMs = checkRateLimitCall(ms, options)
+    this.checkUsable('ctx.rateLimit')
+    await this.#services.store.holdQueue(holdMs)
+    this.retryLaterMs = 0
+    throw new RetryLaterError(0, `pgonce: job ${this.id} hit a rate limit; its queue starts nothing for ${holdMs} ms`)
   }
 
   /** Throws at the call, before anything is written, when the job can no longer take writes of this run. */

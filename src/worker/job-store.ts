@@ -89,12 +89,18 @@ export interface PgRunner {
   query<R extends pg.QueryResultRow>(config: pg.QueryConfig): Promise<pg.QueryResult<R>>
 }
 
+/** How often a worker of a limited queue looks whether its limits were cleared (it then claims the plain way). */
+const LIMITS_RECHECK_MS = 2_000
+
 export class JobStore {
   /**
    * Multi-row changes of this worker's jobs (completions, heartbeats, releases) run one at a time: two of them locking
    * the same rows in different orders could deadlock. Single-row changes need no turn.
    */
   private turn: Promise<unknown> = Promise.resolve()
+  /** Whether the queue has limits (sql/queue-limited.sql), as last read; null: not read yet. */
+  private limited: boolean | null = null
+  private limitedAt = 0
 
   constructor(
     private readonly pool: PgRunner,
@@ -126,10 +132,36 @@ export class JobStore {
 
   /**
    * Claims and starts up to `limit` due jobs after `from` in the fetch order (FOR UPDATE SKIP LOCKED), their lock
-   * tokens beginning with `tokenPrefix` (newTokenPrefix()), each run's deadline set (timeout_at).
+   * tokens beginning with `tokenPrefix` (newTokenPrefix()), each run's deadline set (timeout_at). A queue with limits
+   * is claimed with sql/claim-jobs-limited.sql; sql/claim-jobs.sql, which a queue without limits keeps, gives nothing
+   * for one, so that a limit set after this worker last looked is obeyed at once: an empty plain claim looks again.
    */
   async claim(limit: number, from: ClaimCursor, tokenPrefix: string): Promise<FetchedRow[]> {
-    const { rows } = await this.run<FetchedRow>('claim-jobs', [
+    if (this.limited === null || (this.limited && performance.now() - this.limitedAt > LIMITS_RECHECK_MS)) {
+      await this.readLimited()
+    }
+    if (!this.limited) {
+      const rows = await this.claimWith('claim-jobs', limit, from, tokenPrefix)
+      if (rows.length > 0) return rows
+      await this.readLimited()
+      if (!this.limited) return rows
+    }
+    return this.claimWith('claim-jobs-limited', limit, from, tokenPrefix)
+  }
+
+  private async readLimited(): Promise<void> {
+    const { rows } = await this.run<{ limited: boolean }>('queue-limited', [this.queue])
+    this.limited = rows[0]?.limited ?? false
+    this.limitedAt = performance.now()
+  }
+
+  private async claimWith(
+    statement: 'claim-jobs' | 'claim-jobs-limited',
+    limit: number,
+    from: ClaimCursor,
+    tokenPrefix: string,
+  ): Promise<FetchedRow[]> {
+    const { rows } = await this.run<FetchedRow>(statement, [
       this.queue,
       limit,
       this.leaseMs,
@@ -206,6 +238,11 @@ export class JobStore {
       this.run<{ count: number }>('release-jobs', [jobs.map((j) => j.id), jobs.map((j) => j.token), delayMs]),
     )
     return rows[0]?.count ?? 0
+  }
+
+  /** ctx.rateLimit: no job of the queue starts for `ms` (database clock). */
+  async holdQueue(ms: number): Promise<void> {
+    await this.run('hold-queue', [this.queue, ms])
   }
 
   /** Stores a running job's progress; false if the lease was lost. */
