@@ -31,11 +31,13 @@ function prismaRunner(tx: PrismaLike): RunStatement {
 }
 
 /**
- * Prisma wraps the server's error (P2010, "Raw query failed") and keeps its SQLSTATE in `meta.code`; pgonce's errors
+ * Prisma wraps the server's error (P2010, "Raw query failed"; its SQLSTATE in `meta.driverAdapterError.cause`, in
+ * `meta.code` without a driver adapter); pgonce's errors
  * (a lock or statement timeout) are told apart by that code, as on pg's own errors.
  */
 function withSqlState(err: unknown): unknown {
-  const code = prop(prop(err, 'meta'), 'code') ?? prop(prop(prop(err, 'meta'), 'driverAdapterError'), 'code')
+  const cause = prop(prop(prop(err, 'meta'), 'driverAdapterError'), 'cause')
+  const code = prop(cause, 'originalCode') ?? prop(cause, 'code') ?? prop(prop(err, 'meta'), 'code')
   if (err instanceof Error && typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) && prop(err, 'code') !== code) {
     return Object.assign(new Error(err.message, { cause: err }), { code })
   }
