@@ -4,7 +4,7 @@
 
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { type Transactional, QueryTimeoutError, Queue } from '../../src/index.js'
+import { Effects, type Transactional, QueryTimeoutError, Queue } from '../../src/index.js'
 import { channelOf } from '../../src/db/identifiers.js'
 import { type TestSchema, freshSchema } from '../helpers/schema.js'
 import { waitFor } from '../helpers/wait.js'
@@ -208,37 +208,62 @@ export function adapterSuite(label: string, harness: Harness): void {
       expect(await count('dedup_keys', 'key', 'named')).toBe(1)
     })
 
-    it('a lock timeout: the add throws QueryTimeoutError and the transaction is aborted, so its commit keeps nothing', async () => {
-      // Another transaction holds the key's row: an add of the same key waits for it.
-      const holder = await db.pool.connect()
+    it('effects.record: the ledger row commits with the transaction, and only once', async () => {
+      const effects = new Effects({ connectionString: db.url, schema: db.schema, poolSize: 1 })
       try {
-        await holder.query('begin')
-        await queue.add('held', { n: 1 }, { tx: holder, deduplication: { id: 'held-key' } })
-        let timeout: unknown
-        let after: unknown
-        const ended = await harness
-          .transaction(async (tx) => {
-            await harness.exec(tx, "set local lock_timeout = '200ms'")
-            await queue.add('before-timeout', { n: 1 }, { tx })
-            timeout = await queue
-              .add('held', { n: 2 }, { tx, deduplication: { id: 'held-key' } })
-              .catch((e: unknown) => e)
-            after = await harness.exec(tx, 'select 1').catch((e: unknown) => e)
-            // Returning normally, as code that caught the error might.
-          })
-          .then(
-            () => 'resolves' as const,
-            (e: unknown) => (messageOf(e).includes('lock timeout') ? ('rejects' as const) : e),
-          )
-        expect(timeout).toBeInstanceOf(QueryTimeoutError)
-        expect(timeout).toMatchObject({ code: '55P03' })
-        expect(messageOf(after)).toMatch(/current transaction is aborted/)
-        expect(ended).toBe(harness.afterAbort)
-        expect(await count('jobs', 'name', 'before-timeout')).toBe(0)
+        const firsts = await harness.transaction(async (tx) => [
+          await effects.record(tx, 'effect-1'),
+          await effects.record(tx, 'effect-1'),
+        ])
+        expect(firsts).toEqual([true, false])
+        await expect(
+          harness.transaction(async (tx) => {
+            await effects.record(tx, 'effect-2')
+            throw ROLL_BACK
+          }),
+        ).rejects.toBe(ROLL_BACK)
+        const { rows } = await db.pool.query(`select effect_key as key from ${S()}.processed_effects order by 1`)
+        expect(rows.map((r) => r.key)).toEqual(['effect-1'])
       } finally {
-        await holder.query('rollback')
-        holder.release()
+        await effects.close()
       }
     })
+
+    for (const [setting, code] of [
+      ['lock_timeout', '55P03'],
+      ['statement_timeout', '57014'],
+    ] as const) {
+      it(`a ${setting}: the add throws QueryTimeoutError ${code} and aborts the transaction, whose commit keeps nothing`, async () => {
+        // Another transaction holds the key's row: an add of the same key waits for it.
+        const holder = await db.pool.connect()
+        const key = `held-${setting}`
+        try {
+          await holder.query('begin')
+          await queue.add('held', { n: 1 }, { tx: holder, deduplication: { id: key } })
+          let timeout: unknown
+          let after: unknown
+          const ended = await harness
+            .transaction(async (tx) => {
+              await harness.exec(tx, `set local ${setting} = '200ms'`)
+              await queue.add(`before-${setting}`, { n: 1 }, { tx })
+              timeout = await queue.add('held', { n: 2 }, { tx, deduplication: { id: key } }).catch((e: unknown) => e)
+              after = await harness.exec(tx, 'select 1').catch((e: unknown) => e)
+              // Returning normally, as code that caught the error might.
+            })
+            .then(
+              () => 'resolves' as const,
+              (e: unknown) => (messageOf(e).includes('canceling statement') ? ('rejects' as const) : e),
+            )
+          expect(timeout).toBeInstanceOf(QueryTimeoutError)
+          expect(timeout).toMatchObject({ code })
+          expect(messageOf(after)).toMatch(/current transaction is aborted/)
+          expect(ended).toBe(harness.afterAbort)
+          expect(await count('jobs', 'name', `before-${setting}`)).toBe(0)
+        } finally {
+          await holder.query('rollback')
+          holder.release()
+        }
+      })
+    }
   })
 }

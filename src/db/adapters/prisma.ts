@@ -14,10 +14,10 @@ export function isPrisma(tx: unknown): tx is PrismaLike {
 }
 
 /**
- * Prisma types raw parameters from their JavaScript values (a number as an integer or a double, an array by its
- * first element); pgonce's statements rely on the server typing them, as it does for pg's text parameters. So every
- * value goes as text (arrays as array literals), which Prisma passes on as text. Its rows give a bigint as BigInt:
- * turned into pg's decimal string.
+ * Every value goes as the text pg would send (arrays as array literals): pgonce's statements rely on the server
+ * typing each parameter. Prisma 7 with @prisma/adapter-pg passes raw values on to pg as they are (the suite passes
+ * without this step too), but how a raw value is typed is Prisma's and each driver adapter's choice, and text is the
+ * value least open to it. Rows give a bigint as BigInt: turned into pg's decimal string.
  */
 function prismaRunner(tx: PrismaLike): RunStatement {
   return async (text, values) => {
