@@ -24,7 +24,7 @@ export function isDrizzle(tx: unknown): tx is DrizzleLike {
  * their own way; its session's client (node-postgres: the transaction's PoolClient; postgres.js: the transaction's
  * `sql`) runs pgonce's statements as that driver does without Drizzle. Tested with the version package.json pins.
  */
-function drizzleRunner(tx: DrizzleLike): RunStatement | undefined {
+export function drizzleRunner(tx: DrizzleLike): RunStatement | undefined {
   const client = prop(prop(tx, 'session'), 'client')
   if (isPostgresJs(client)) return postgresJsRunner(client)
   if (isPgClient(client)) return pgClientRunner(client)
@@ -51,5 +51,3 @@ export function fromDrizzle(tx: DrizzleLike): TransactionAdapter {
   }
   return adapter('Drizzle', run)
 }
-
-export { drizzleRunner }

@@ -28,7 +28,7 @@ export function isKnex(tx: unknown): tx is KnexLike {
  * A transaction's client gives out the transaction's connection and keeps it on release; an instance's lends one
  * of its pool for the one statement (which then commits on its own).
  */
-function knexRunner(knex: KnexLike): RunStatement {
+export function knexRunner(knex: KnexLike): RunStatement {
   return async (text, values) => {
     const connection: unknown = await knex.client.acquireConnection()
     try {
@@ -55,5 +55,3 @@ export function fromKnex(trx: KnexLike): TransactionAdapter {
   if (!isKnex(trx)) throw new TypeError('fromKnex: expected a Knex instance or transaction')
   return adapter('Knex', knexRunner(trx))
 }
-
-export { knexRunner }

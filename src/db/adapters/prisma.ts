@@ -19,7 +19,7 @@ export function isPrisma(tx: unknown): tx is PrismaLike {
  * without this step too), but how a raw value is typed is Prisma's and each driver adapter's choice, and text is the
  * value least open to it. Rows give a bigint as BigInt: turned into pg's decimal string.
  */
-function prismaRunner(tx: PrismaLike): RunStatement {
+export function prismaRunner(tx: PrismaLike): RunStatement {
   return async (text, values) => {
     try {
       const rows = await tx.$queryRawUnsafe(text, ...values.map(pgText))
@@ -59,5 +59,3 @@ export function fromPrisma(tx: PrismaLike): TransactionAdapter {
   if (!isPrisma(tx)) throw new TypeError('fromPrisma: expected a Prisma client or interactive-transaction client')
   return adapter('Prisma', prismaRunner(tx))
 }
-
-export { prismaRunner }

@@ -32,7 +32,7 @@ async function structured(runner: QueryRunnerLike, text: string, values: readonl
   return ((await runner.query(text, [...values], true)).records ?? []) as Record<string, unknown>[]
 }
 
-function typeormRunner(tx: object): RunStatement {
+export function typeormRunner(tx: object): RunStatement {
   if (isRunner(tx)) return (text, values) => structured(tx, text, values)
   return async (text, values) => {
     // The manager of a transaction has its runner; a DataSource's own manager lends one per statement.
@@ -64,5 +64,3 @@ export function fromTypeORM(tx: TypeORMLike): TransactionAdapter {
   if (!isTypeORM(tx)) throw new TypeError('fromTypeORM: expected a TypeORM EntityManager or QueryRunner')
   return adapter('TypeORM', typeormRunner(tx))
 }
-
-export { typeormRunner }
