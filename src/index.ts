@@ -22,6 +22,15 @@ export type { ValidationCode, QueryTimeoutCode, DeduplicationCode } from './erro
 export type { DatabaseTimeoutCode, SetupCode } from './errors.js'
 export type { Logger } from './logger.js'
 export type { Transactional } from './db/executor.js'
+export { fromDrizzle, fromKnex, fromPostgresJs, fromPrisma, fromTypeORM } from './db/adapters/index.js'
+export type {
+  TransactionAdapter,
+  DrizzleLike,
+  KnexLike,
+  PostgresJsLike,
+  PrismaLike,
+  TypeORMLike,
+} from './db/adapters/index.js'
 export type { RedisOption, RedisLike } from './cache/redis-client.js'
 export type { CacheOutcome } from './cache/breaker.js'
 export type { ConnectionOptions } from './db/connection.js'

@@ -1,7 +1,9 @@
-// Reduces every accepted `tx` (pg Pool, PoolClient or Client, Kysely or Kysely Transaction) to one `execute`.
+// Reduces every accepted `tx` (pg Pool, PoolClient or Client, Kysely or Kysely Transaction, and the ORMs of
+// src/db/adapters/) to one `execute`.
 
 import { randomBytes } from 'node:crypto'
 import { fail } from '../validate.js'
+import { type OrmTransaction, type TransactionAdapter, adapterRunner } from './adapters/index.js'
 import { databaseError } from './database-errors.js'
 import type { PreparedQuery } from './prepared.js'
 
@@ -43,8 +45,12 @@ export interface KyselyExecutor {
 
 type RunRaw = (query: RawCompiledQuery) => Promise<{ rows: unknown[] }>
 
-/** Where a write runs: the caller's connection or transaction. pgonce never sends BEGIN or COMMIT on it. */
-export type Transactional = PgQueryable | KyselyExecutor
+/**
+ * Where a write runs: the caller's connection or transaction. pgonce never sends BEGIN or COMMIT on it. Besides pg
+ * and Kysely, Drizzle, Prisma, postgres.js, Knex and TypeORM handles are recognised by their shape, or wrapped by
+ * name (docs/transactions.md).
+ */
+export type Transactional = PgQueryable | KyselyExecutor | TransactionAdapter | OrmTransaction
 
 function isKysely(tx: object): tx is KyselyExecutor {
   return typeof (tx as Partial<KyselyExecutor>).executeQuery === 'function'
@@ -68,7 +74,8 @@ function rawQuery(sql: string, parameters: readonly unknown[]): RawCompiledQuery
  * (an unnamed statement, as a transaction-mode PgBouncer needs).
  */
 export function executorFor(tx: unknown, field = 'opts.tx', named = true): Execute {
-  if (typeof tx === 'object' && tx !== null) {
+  // postgres.js's `sql` and a Knex transaction are functions.
+  if ((typeof tx === 'object' || typeof tx === 'function') && tx !== null) {
     if (isKysely(tx)) {
       return typed(
         async <R extends object>(query: string | PreparedQuery, values: readonly unknown[]) =>
@@ -79,6 +86,12 @@ export function executorFor(tx: unknown, field = 'opts.tx', named = true): Execu
             )
           ).rows as R[],
       )
+    }
+    const run = adapterRunner(tx)
+    if (run !== undefined) {
+      return typed(async <R extends object>(query: string | PreparedQuery, values: readonly unknown[]) => {
+        return (await run(typeof query === 'string' ? query : query.text, values)) as R[]
+      })
     }
     const pg = tx as Partial<PgQueryable>
     if (typeof pg.query === 'function') {
@@ -92,7 +105,11 @@ export function executorFor(tx: unknown, field = 'opts.tx', named = true): Execu
       )
     }
   }
-  return fail('INVALID_TYPE', field, 'must be a pg Pool, PoolClient or Client, or a Kysely instance or transaction')
+  return fail(
+    'INVALID_TYPE',
+    field,
+    'must be a pg Pool, PoolClient or Client, a Kysely instance or transaction, or a Drizzle, Prisma, postgres.js, Knex or TypeORM transaction (or one wrapped by fromDrizzle, fromPrisma, fromPostgresJs, fromKnex or fromTypeORM)',
+  )
 }
 
 /** `execute`, with the driver's errors translated (src/db/database-errors.ts): on your connections too. */
