@@ -8,6 +8,7 @@ import { dashboard } from '../src/dashboard/index.js'
 import { Worker } from '../src/index.js'
 import { type Served, call, serveDashboard, queuesOn, setState } from './helpers/dashboard.js'
 import { waitForState } from './helpers/jobs.js'
+import { waitFor } from './helpers/wait.js'
 import { type TestSchema, freshSchema } from './helpers/schema.js'
 
 let db: TestSchema
@@ -209,6 +210,67 @@ describe('api/jobs/:id', () => {
     expect(ledger).toEqual([{ key: `mail:${job.id}`, jobId: job.id, recordedAt: expect.any(String) }])
     // The ledger's own test below lists the whole ledger.
     await db.pool.query(`delete from "${db.schema}".processed_effects where job_id is not null`)
+  })
+
+  it("shows a queue's limits and slots in use, and a due job held back by a limit says which", async () => {
+    const q = queueOf('limited')
+    await q.setLimits({ concurrency: 1, rateLimit: { max: 5, durationMs: 600_000 } })
+    const first = await q.add('slow', {})
+    const second = await q.add('slow', {})
+    let release!: () => void
+    const gate = new Promise<void>((resolve) => (release = resolve))
+    const worker = new Worker('limited', () => gate, {
+      connectionString: db.url,
+      schema: db.schema,
+      migrate: false,
+      concurrency: 4,
+      pollIntervalMs: 50,
+    })
+    try {
+      await waitForState(db, first.id, 'active')
+      const limited = (await api('queues')).body.queues.find((x: { name: string }) => x.name === 'limited')
+      expect(limited.limits).toEqual({
+        concurrency: 1,
+        slotsInUse: 1,
+        rateLimit: { max: 5, durationMs: 600_000 },
+        startsInWindow: 1,
+        heldUntil: null,
+      })
+      const waits = (await api(`jobs/${second.id}`)).body.job.waitsFor
+      expect(waits).toEqual([{ reason: 'limit', detail: "all 1 of queue limited's concurrency slots are in use" }])
+      // Unlimited queues answer null.
+      const other = (await api('queues')).body.queues.find((x: { name: string }) => x.name !== 'limited')
+      expect(other.limits).toBeNull()
+    } finally {
+      release()
+      await waitForState(db, second.id, 'completed')
+      await worker.close()
+    }
+    // The rate window: five starts within ten minutes; the sixth due job is held by the rate limit.
+    await q.setLimits({ concurrency: null })
+    const more = []
+    for (let i = 0; i < 4; i++) more.push(await q.add('fast', {}))
+    const sixth = await q.add('fast', {})
+    const fast = new Worker('limited', () => undefined, {
+      connectionString: db.url,
+      schema: db.schema,
+      migrate: false,
+      pollIntervalMs: 50,
+    })
+    try {
+      for (const job of more.slice(0, 3)) await waitForState(db, job.id, 'completed')
+      const held = await waitFor(
+        async () => {
+          const w = (await api(`jobs/${sixth.id}`)).body.job.waitsFor
+          return w.length > 0 ? w : undefined
+        },
+        10_000,
+        'the sixth job held by the rate window',
+      )
+      expect(held).toEqual([{ reason: 'limit', detail: 'queue limited started 5 jobs within the last 600000 ms' }])
+    } finally {
+      await fast.close()
+    }
   })
 
   it('answers 404 for a job that does not exist and 400 for a bad id', async () => {

@@ -20,6 +20,11 @@ interface JobRow extends SummaryRow {
   queue_paused: boolean
   not_due: boolean
   open_parents: number
+  held_by: 'paused' | 'ctx.rateLimit' | 'concurrency' | 'rateLimit' | null
+  limit_concurrency: number | null
+  limit_rate_max: number | null
+  limit_rate_duration_ms: string | null
+  limit_held_until: Date | null
 }
 
 interface RelationRow {
@@ -75,7 +80,33 @@ function waitsFor(j: JobRow) {
     reasons.push({ reason: 'parents', detail: `${j.open_parents} of its parents have not completed` })
   }
   if (j.queue_paused) reasons.push({ reason: 'paused', detail: `queue ${j.queue} is paused` })
+  const limit = limitReason(j)
+  if (limit !== null) reasons.push(limit)
   return reasons
+}
+
+/** The flow-control limit holding a due job back (docs/flow-control.md), as the held_jobs view names it. */
+function limitReason(j: JobRow): { reason: string; detail: string; until?: string } | null {
+  switch (j.held_by) {
+    case 'concurrency':
+      return {
+        reason: 'limit',
+        detail: `all ${j.limit_concurrency} of queue ${j.queue}'s concurrency slots are in use`,
+      }
+    case 'rateLimit':
+      return {
+        reason: 'limit',
+        detail: `queue ${j.queue} started ${j.limit_rate_max} jobs within the last ${Number(j.limit_rate_duration_ms)} ms`,
+      }
+    case 'ctx.rateLimit':
+      return {
+        reason: 'limit',
+        detail: `a handler's ctx.rateLimit holds queue ${j.queue}`,
+        ...(j.limit_held_until !== null ? { until: j.limit_held_until.toISOString() } : {}),
+      }
+    default:
+      return null
+  }
 }
 
 export async function getJobDetail(db: DashboardDb, idText: string) {

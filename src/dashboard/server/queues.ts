@@ -78,10 +78,32 @@ interface SettingsRow {
   max_completed: number | null
 }
 
+interface LimitsRow {
+  queue: string
+  concurrency: number | null
+  rate_max: number | null
+  rate_duration_ms: string | null
+  held_until: Date | null
+  slots_in_use: number
+  rate_used: number
+}
+
+/** A queue's flow-control limits as the API gives them (docs/flow-control.md); null: none. */
+function limitsView(l: LimitsRow | undefined) {
+  if (l === undefined) return null
+  return {
+    concurrency: l.concurrency,
+    slotsInUse: l.slots_in_use,
+    rateLimit: l.rate_max === null ? null : { max: l.rate_max, durationMs: Number(l.rate_duration_ms) },
+    startsInWindow: l.rate_used,
+    heldUntil: l.held_until?.toISOString() ?? null,
+  }
+}
+
 /** Queues read at once: the dashboard pool's size. */
 const PARALLEL = POOL_SIZE
 
-async function queueView(db: DashboardDb, s: SettingsRow) {
+async function queueView(db: DashboardDb, s: SettingsRow, limits: LimitsRow | undefined) {
   const [c, t] = [await counts(db, s.queue), await throughput(db, s.queue)]
   return {
     name: s.queue,
@@ -94,17 +116,20 @@ async function queueView(db: DashboardDb, s: SettingsRow) {
       failedMs: Number(s.failed_retention_ms),
       maxCompleted: s.max_completed,
     },
-    limits: null,
+    limits: limitsView(limits),
   }
 }
 
 export async function listQueues(db: DashboardDb) {
   const names = await knownQueues(db)
   const settings = await db.query<SettingsRow>('dashboard-queues', [names])
+  const limits = new Map((await db.query<LimitsRow>('dashboard-queue-limits', [names])).map((l) => [l.queue, l]))
   const queues = []
   // A few queues at a time: as many as the pool's connections (more would wait for one, and a wait is bounded).
   for (let i = 0; i < settings.length; i += PARALLEL) {
-    queues.push(...(await Promise.all(settings.slice(i, i + PARALLEL).map((s) => queueView(db, s)))))
+    queues.push(
+      ...(await Promise.all(settings.slice(i, i + PARALLEL).map((s) => queueView(db, s, limits.get(s.queue))))),
+    )
   }
   return { queues }
 }

@@ -19,7 +19,17 @@ export interface QueueInfo {
   countsEstimated?: State[]
   throughput: { completedLastHour: number; failedLastHour: number; perMinute: number[] }
   retention: Record<string, unknown> | null
-  limits: Record<string, unknown> | null
+  limits: QueueLimits | null
+}
+
+/** A queue's flow-control limits (null: none set) and what of them is in use now. */
+export interface QueueLimits {
+  concurrency: number | null
+  slotsInUse: number
+  rateLimit: { max: number; durationMs: number } | null
+  startsInWindow: number
+  /** A handler's ctx.rateLimit holds the queue until then. */
+  heldUntil: string | null
 }
 
 export interface JobSummary {

@@ -1,6 +1,6 @@
 // The queues: counts per state (each a link to those jobs), throughput over the last hour, paused, limits, retention.
 import type { JSX } from 'preact'
-import { call, STATES, type QueueInfo } from '../api.js'
+import { call, STATES, type QueueInfo, type QueueLimits } from '../api.js'
 import { ActionButton, Cell, Heading, PollStatus, Sparkline } from '../components.js'
 import { duration } from '../format.js'
 import { usePoll } from '../poll.js'
@@ -47,7 +47,7 @@ function QueueRow({ queue, reload }: { queue: QueueInfo; reload: () => void }): 
         </span>
         <Sparkline values={perMinute} label={`${queue.name}: completions per minute over the last hour`} />
       </Cell>
-      <Cell label="Limits">{summary(queue.limits, 'none')}</Cell>
+      <Cell label="Limits">{limitsText(queue.limits)}</Cell>
       <Cell label="Retention">{summary(queue.retention, 'kept')}</Cell>
       <Cell label="Actions">
         {queue.paused ? (
@@ -67,6 +67,19 @@ function QueueRow({ queue, reload }: { queue: QueueInfo; reload: () => void }): 
 async function act(path: string, verb: 'pause' | 'resume', name: string): Promise<string> {
   await call(`${path}/${verb}`, 'POST')
   return `Queue ${name} ${verb === 'pause' ? 'paused' : 'resumed'}`
+}
+
+/** Limits as `2 of 5 running, 30 of 100 starts per 1 s, held by ctx.rateLimit` (docs/flow-control.md). */
+function limitsText(limits: QueueLimits | null): string {
+  if (limits === null) return 'none'
+  const parts: string[] = []
+  if (limits.concurrency !== null) parts.push(`${limits.slotsInUse} of ${limits.concurrency} running`)
+  if (limits.rateLimit !== null) {
+    const { max, durationMs } = limits.rateLimit
+    parts.push(`${limits.startsInWindow} of ${max} starts per ${duration(durationMs)}`)
+  }
+  if (limits.heldUntil !== null) parts.push('held by ctx.rateLimit')
+  return parts.length === 0 ? 'none' : parts.join(', ')
 }
 
 /** Settings as `completed 1 d, failed 7 d, maxCompleted 1000` (a name ending in Ms is a duration; null is unset). */
