@@ -2,6 +2,9 @@
 
 export { Queue } from './queue.js'
 export type { QueueOptions, AddOptions, BulkItem, JobCounts, AddOutcomeCounts, WriteOptions } from './queue.js'
+export type { WaitForJobOptions } from './wait-for-job.js'
+export { WaitForJobError, WaitForJobTimeoutError } from './errors.js'
+export type { WaitForJobCode } from './errors.js'
 export { Job } from './job.js'
 export type { JobState, AddOutcome, Backoff, JobJson } from './job.js'
 export type { JobOptions, DeduplicationOptions } from './admission/request.js'
