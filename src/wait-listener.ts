@@ -80,7 +80,7 @@ export class WaitListener {
       // The channel comes from an allow-listed schema name; quoted because it contains ':'.
       await client.query(`listen "${this.channel}"`)
     } catch (err) {
-      this.#warn(err as Error, 'pgonce: waitForJob could not LISTEN; its waits poll every second until it can')
+      this.#warn(err as Error, 'pgonce: waitForJob could not LISTEN; its waits poll (waitPollIntervalMs) until it can')
       client.removeAllListeners('end')
       await client.end().catch(() => {})
       return false
@@ -106,7 +106,7 @@ export class WaitListener {
     this.#warn(
       null,
       `pgonce: waitForJob's LISTEN connection heard no NOTIFY within ${PROBE_WAIT_MS} ms (a transaction-mode ` +
-        "pooler?): its waits poll every second; point the Queue's listenConnectionString at PostgreSQL itself",
+        "pooler?): its waits poll (waitPollIntervalMs); point the Queue's listenConnectionString at PostgreSQL itself",
     )
     client.removeAllListeners('end')
     await client.end().catch(() => {})
