@@ -150,6 +150,28 @@ describe('queue.waitForJob', () => {
     expect(await wait).toMatchObject({ code: 'NOT_FOUND', jobId: job.id })
   })
 
+  it('never waits for a row lock: a job a transaction holds is read, not marked, and its end is found by the poll', async () => {
+    const queue = queueOf('w_locked', { waitPollIntervalMs: 100 })
+    const job = await queue.add('x', { n: 1 })
+    const holder = new pg.Client({ connectionString: db.url })
+    await holder.connect()
+    try {
+      await holder.query('begin')
+      await holder.query(`select id from "${db.schema}".jobs where id = $1 for update`, [job.id])
+      // A mark that waited for the lock would never have answered: lastState would be null.
+      const err = await queue.waitForJob(job.id, { timeoutMs: 1_000 }).catch((e: unknown) => e)
+      expect(err).toMatchObject({ name: 'WaitForJobTimeoutError', lastState: 'waiting' })
+      const wait = queue.waitForJob(job.id, { timeoutMs: 20_000 })
+      await holder.query(`update "${db.schema}".jobs set state = 'completed', finished_at = now() where id = $1`, [
+        job.id,
+      ])
+      await holder.query('commit')
+      expect((await wait).state).toBe('completed')
+    } finally {
+      await holder.end()
+    }
+  })
+
   it('checks its arguments before any I/O', async () => {
     // Nothing listens there: a call that reached the network would fail otherwise, or hang until its timeout.
     const queue = new Queue('w_bad', { connectionString: `postgres://postgres@127.0.0.1:${await freePort()}/x` })
