@@ -71,6 +71,21 @@ async function whileWorkerRuns<T>(queue: string, waits: Promise<T>): Promise<T> 
   }
 }
 
+/** Resolves once `count` jobs of `queue` (or the jobs `ids`) are marked as waited for. */
+async function marked(where: { queue: string; count: number } | { ids: string[] }): Promise<void> {
+  const [sql, values, count] =
+    'ids' in where
+      ? ['id = any($1::bigint[])', [where.ids], where.ids.length]
+      : ['queue = $1', [where.queue], where.count]
+  await waitFor(
+    async () =>
+      (await db.pool.query(`select count(*)::int as n from "${db.schema}".jobs where ${sql} and waited`, values))
+        .rows[0].n === count,
+    10_000,
+    'the marks',
+  )
+}
+
 /** The job's state, read straight from the table. */
 async function stateOf(id: string): Promise<string> {
   return (await db.pool.query(`select state from "${db.schema}".jobs where id = $1`, [id])).rows[0].state
@@ -87,13 +102,7 @@ describe('queue.waitForJob', () => {
       queue.waitForJob(failing.id, { timeoutMs: 30_000 }),
     ]
     await waitFor(async () => (await waiterSessions('w_child')).length === 1, 10_000, 'the waiter session')
-    await waitFor(
-      async () =>
-        (await db.pool.query(`select count(*)::int as n from "${db.schema}".jobs where queue = 'w_child' and waited`))
-          .rows[0].n === 2,
-      10_000,
-      'both jobs marked',
-    )
+    await marked({ queue: 'w_child', count: 2 })
     const [completed, failed] = (await whileWorkerRuns('w_child', Promise.all(waits))) as [Job<Data>, Job<Data>]
     expect(completed.state).toBe('completed')
     expect(completed.result).toEqual({ doubled: 42 })
@@ -140,12 +149,7 @@ describe('queue.waitForJob', () => {
     await expect(queue.waitForJob(elsewhere.id, { timeoutMs: 5_000 })).rejects.toBeInstanceOf(WaitForJobError)
     const job = await queue.add('x', { n: 1 })
     const wait = queue.waitForJob(job.id, { timeoutMs: 10_000 }).catch((e: unknown) => e)
-    await waitFor(
-      async () =>
-        (await db.pool.query(`select waited from "${db.schema}".jobs where id = $1`, [job.id])).rows[0].waited,
-      5_000,
-      'the mark',
-    )
+    await marked({ ids: [job.id] })
     await queue.removeJob(job.id)
     expect(await wait).toMatchObject({ code: 'NOT_FOUND', jobId: job.id })
   })
@@ -212,13 +216,7 @@ describe('queue.waitForJob', () => {
     const queue = queueOf('w_many')
     const jobs = await queue.addBulk(Array.from({ length: 60 }, (_, n) => ({ name: 'x', data: { n } })))
     const waits = jobs.map((j) => queue.waitForJob(j.id, { timeoutMs: 30_000 }))
-    await waitFor(
-      async () =>
-        (await db.pool.query(`select count(*)::int as n from "${db.schema}".jobs where queue = 'w_many' and waited`))
-          .rows[0].n === 60,
-      10_000,
-      'every job marked',
-    )
+    await marked({ queue: 'w_many', count: 60 })
     expect(await waiterSessions('w_many')).toHaveLength(1)
     const ended = await whileWorkerRuns('w_many', Promise.all(waits))
     expect(ended.map((j) => j.result)).toEqual(jobs.map((j) => ({ doubled: j.data.n * 2 })))
@@ -276,12 +274,7 @@ describe('queue.waitForJob', () => {
     })
     try {
       await listener.query(`listen "pgonce:${db.schema}:done"`)
-      await waitFor(
-        async () =>
-          (await db.pool.query(`select waited from "${db.schema}".jobs where id = $1`, [waited!.id])).rows[0].waited,
-        5_000,
-        'the mark',
-      )
+      await marked({ ids: [waited!.id] })
       // An operator's UPDATE ends both; the marker, sent after, is delivered after anything they sent.
       await db.pool.query(`update "${db.schema}".jobs set state = 'completed', finished_at = now() where id = $1`, [
         plain!.id,
