@@ -94,6 +94,7 @@ export class JobWaiters {
   readonly #setup: WaitersSetup
   #listener: WaitListener | null = null
   #pollTimer: NodeJS.Timeout | undefined
+  #closed = false
 
   constructor(setup: WaitersSetup) {
     this.#setup = setup
@@ -107,6 +108,7 @@ export class JobWaiters {
   /** Resolves with job `id`'s row once it is terminal; rejects on timeout, abort, a missing job or close(). */
   wait(id: string, timeoutMs: number, signal: AbortSignal | undefined): Promise<JobRow> {
     if (signal?.aborted) return Promise.reject(signal.reason as Error)
+    if (this.#closed) return Promise.reject(new WaitForJobError('QUEUE_CLOSED', id, this.#setup.queue))
     return new Promise<JobRow>((resolve, reject) => {
       let done = false
       const onAbort = (): void => wait.settle(signal?.reason as Error)
@@ -132,6 +134,7 @@ export class JobWaiters {
 
   /** Rejects every wait with `QUEUE_CLOSED` and closes the LISTEN connection. */
   async close(): Promise<void> {
+    this.#closed = true
     for (const waits of [...this.#waits.values()]) {
       for (const w of [...waits]) w.settle(new WaitForJobError('QUEUE_CLOSED', w.id, this.#setup.queue))
     }
