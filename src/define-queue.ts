@@ -9,6 +9,7 @@ import type { GetJobsOptions } from './queue-control.js'
 import type { JobScheduler, RepeatOptions } from './schedulers.js'
 import type { WaitForJobOptions } from './wait-for-job.js'
 import { fail, isPlainObject } from './validate.js'
+import type { BatchContext, BatchOptions, BatchReturn } from './worker/batch.js'
 import type { JobContext } from './worker/context.js'
 import type { WorkerOptions } from './worker/options.js'
 import { Worker } from './worker/worker.js'
@@ -98,6 +99,12 @@ export type HandlersByName<Jobs extends JobTypes, Results extends ResultTypes<Jo
   ) => ResultOf<Jobs, Results, N> | Promise<ResultOf<Jobs, Results, N>>
 }
 
+/** A batch handler for the queue's jobs (docs/workers.md, "Batch handlers"): the jobs typed as a union by name. */
+export type TypedBatchHandler<Jobs extends JobTypes, Results extends ResultTypes<Jobs>> = (
+  jobs: AnyJob<Jobs, Results>[],
+  ctx: BatchContext<AnyData<Jobs>>,
+) => BatchReturn<AnyResult<Jobs, Results>> | Promise<BatchReturn<AnyResult<Jobs, Results>>>
+
 /** A Worker made from a definition (`def.worker(handler, options)`), typed by it. */
 export type TypedWorker<Jobs extends JobTypes, Results extends ResultTypes<Jobs>> = Worker<
   AnyData<Jobs>,
@@ -113,6 +120,11 @@ export interface QueueDefinition<Jobs extends JobTypes, Results extends ResultTy
   worker(
     handler: TypedHandler<Jobs, Results> | HandlersByName<Jobs, Results>,
     options: WorkerOptions,
+  ): TypedWorker<Jobs, Results>
+  /** A Worker of this definition's name with a batch handler (`options.batch` required), typed by it. */
+  batchWorker(
+    handler: TypedBatchHandler<Jobs, Results>,
+    options: WorkerOptions & { batch: BatchOptions },
   ): TypedWorker<Jobs, Results>
 }
 
@@ -149,6 +161,8 @@ export function defineQueue<Jobs extends JobTypes, Results extends ResultTypes<J
     queue: (options: QueueOptions) => new Queue(queueName, options) as unknown as TypedQueue<Jobs, Results>,
     worker: (handler: TypedHandler<Jobs, Results> | HandlersByName<Jobs, Results>, options: WorkerOptions) =>
       new Worker(queueName, dispatcher(handler), options) as unknown as TypedWorker<Jobs, Results>,
+    batchWorker: (handler: TypedBatchHandler<Jobs, Results>, options: WorkerOptions & { batch: BatchOptions }) =>
+      new Worker(queueName, handler as never, options) as unknown as TypedWorker<Jobs, Results>,
   })
 }
 

@@ -12,6 +12,7 @@ export type {
   TypedQueue,
   TypedWorker,
   TypedHandler,
+  TypedBatchHandler,
   HandlersByName,
   JobTypes,
   ResultTypes,

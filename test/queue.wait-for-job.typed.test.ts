@@ -52,6 +52,29 @@ describe('defineQueue', () => {
     }
   })
 
+  it('runs a batch worker of the definition: each job of the batch gets its own outcome', async () => {
+    const options = { connectionString: db.url, schema: db.schema, migrate: false }
+    const batched = defineQueue<{ push: { userId: number; text: string } }, { push: number }>('typed_batches')
+    const queue = batched.queue({ ...options, waitPollIntervalMs: 100 })
+    const worker = batched.batchWorker(async (jobs) => jobs.map((job) => job.data.userId + 1), {
+      ...options,
+      pollIntervalMs: 100,
+      batch: { size: 10, waitMs: 50 },
+    })
+    try {
+      const jobs = await queue.addBulk([1, 2, 3].map((userId) => ({ name: 'push', data: { userId, text: '' } })))
+      const ended = await Promise.all(jobs.map((j) => queue.waitForJob(j.id, { timeoutMs: 20_000 })))
+      expect(ended.map((j) => [j.state, j.result])).toEqual([
+        ['completed', 2],
+        ['completed', 3],
+        ['completed', 4],
+      ])
+    } finally {
+      await worker.close()
+      await queue.close()
+    }
+  })
+
   it('refuses a bad queue name and a handler that is not a function, before any I/O', () => {
     expect(() => defineQueue('no spaces')).toThrow(ValidationError)
     const options = { connectionString: 'postgres://postgres@127.0.0.1:1/none', autorun: false }

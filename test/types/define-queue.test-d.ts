@@ -83,6 +83,20 @@ export function consumers(): void {
   }, options)
 }
 
+export function batches(): void {
+  notifications.batchWorker(
+    async (jobs) => {
+      expectTypeOf(jobs[0]!.name).toEqualTypeOf<'push' | 'digest'>()
+      return jobs.map((job) => (job.name === 'push' ? { sent: job.data.text !== '' } : job.data.userId))
+    },
+    { ...options, batch: { size: 10 } },
+  )
+  // @ts-expect-error: a batch worker without its batch options
+  notifications.batchWorker(async () => [], options)
+  // @ts-expect-error: an outcome that is no name's result
+  notifications.batchWorker(async (jobs) => jobs.map(() => 'done'), { ...options, batch: { size: 10 } })
+}
+
 export function untypedStillWorks(): void {
   // The untyped API keeps working: a free name, data typed by the class's parameter, result unknown.
   const queue = new Queue<{ userId: number }>('plain', options)
