@@ -79,7 +79,8 @@ interface Wait {
   readonly id: string
   /** The job's state when last read, for the timeout's message. */
   lastState: string | null
-  settle(outcome: JobRow | Error): void
+  /** Ends the call: with the row when `err` is undefined, else rejected with `err` (an abort's reason may be anything). */
+  settle(err: unknown, row?: JobRow): void
 }
 
 /**
@@ -100,30 +101,26 @@ export class JobWaiters {
     this.#setup = setup
   }
 
-  /** Backend pid of the LISTEN connection, null while none is open (tests). */
-  get listenerPid(): number | null {
-    return this.#listener?.pid ?? null
-  }
-
   /** Resolves with job `id`'s row once it is terminal; rejects on timeout, abort, a missing job or close(). */
   wait(id: string, timeoutMs: number, signal: AbortSignal | undefined): Promise<JobRow> {
     if (signal?.aborted) return Promise.reject(signal.reason as Error)
     if (this.#closed) return Promise.reject(new WaitForJobError('QUEUE_CLOSED', id, this.#setup.queue))
     return new Promise<JobRow>((resolve, reject) => {
       let done = false
-      const onAbort = (): void => wait.settle(signal?.reason as Error)
+      const onAbort = (): void => wait.settle(signal?.reason ?? new Error('aborted'))
       const timer = setTimeout(() => wait.settle(new WaitForJobTimeoutError(id, timeoutMs, wait.lastState)), timeoutMs)
       const wait: Wait = {
         id,
         lastState: null,
-        settle: (outcome) => {
+        settle: (err, row) => {
           if (done) return
           done = true
           clearTimeout(timer)
           signal?.removeEventListener('abort', onAbort)
           this.#remove(wait)
-          if (outcome instanceof Error) reject(outcome)
-          else resolve(outcome)
+          if (err === undefined) resolve(row as JobRow)
+          // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- an abort's reason, as given
+          else reject(err)
         },
       }
       signal?.addEventListener('abort', onAbort, { once: true })
@@ -147,7 +144,7 @@ export class JobWaiters {
       await this.#listening()
       await this.#read([wait.id])
     } catch (err) {
-      wait.settle(err as Error)
+      wait.settle(err)
     }
   }
 
@@ -179,7 +176,7 @@ export class JobWaiters {
       const row = rows.get(id)
       for (const w of [...(this.#waits.get(id) ?? [])]) {
         if (row === undefined) w.settle(new WaitForJobError('NOT_FOUND', id, this.#setup.queue))
-        else if (TERMINAL.has(row.state)) w.settle(row)
+        else if (TERMINAL.has(row.state)) w.settle(undefined, row)
         else w.lastState = row.state
       }
     }

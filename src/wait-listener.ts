@@ -49,11 +49,6 @@ export class WaitListener {
     })
   }
 
-  /** Backend pid of the live LISTEN connection, null while it is down. */
-  get pid(): number | null {
-    return (this.#client as unknown as { processID?: number } | null)?.processID ?? null
-  }
-
   /** Ends the connection (no call waits any more, or the Queue closes). */
   async stop(): Promise<void> {
     this.#stopped = true

@@ -204,6 +204,11 @@ describe('queue.waitForJob', () => {
     const aborted = queue.waitForJob(job.id, { timeoutMs: 30_000, signal: controller.signal }).catch((e: unknown) => e)
     controller.abort(new Error('enough'))
     expect(await aborted).toMatchObject({ message: 'enough' })
+    // A reason that is not an Error is the rejection as it is, never taken for the job.
+    const other = new AbortController()
+    const stopped = queue.waitForJob(job.id, { timeoutMs: 30_000, signal: other.signal }).catch((e: unknown) => e)
+    other.abort('stop')
+    expect(await stopped).toBe('stop')
     await expect(queue.waitForJob(job.id, { timeoutMs: 1_000, signal: AbortSignal.abort() })).rejects.toBeDefined()
     const pending = queue.waitForJob(job.id, { timeoutMs: 30_000 }).catch((e: unknown) => e)
     await waitFor(async () => (await waiterSessions('w_abort')).length === 1, 10_000, 'the waiter session')
