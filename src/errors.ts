@@ -214,6 +214,49 @@ export class JobTimeoutError extends Error {
 }
 
 /**
+ * `queue.waitForJob(id, { timeoutMs })` saw no terminal state of job `jobId` within `timeoutMs`. The job goes on (it may
+ * still end later): wait again, or read it with `queue.getJob`.
+ */
+export class WaitForJobTimeoutError extends Error {
+  override readonly name = 'WaitForJobTimeoutError'
+  constructor(
+    readonly jobId: string,
+    /** The wait's timeout, in ms. */
+    readonly timeoutMs: number,
+    /** The job's state when last read, or null when it was never read (the first read had not answered). */
+    readonly lastState: string | null,
+  ) {
+    super(
+      `pgonce: job ${jobId} did not reach a terminal state within ${timeoutMs} ms` +
+        (lastState === null ? '' : ` (it was ${lastState} when last read)`),
+    )
+  }
+}
+
+/** Why `queue.waitForJob` gave up other than by its timeout; stable across releases. */
+export type WaitForJobCode = 'NOT_FOUND' | 'QUEUE_CLOSED'
+
+/**
+ * `queue.waitForJob` cannot wait: there is no job `jobId` in this queue (never was, or it was removed or pruned while
+ * waited for: `NOT_FOUND`), or the Queue was closed while it waited (`QUEUE_CLOSED`).
+ */
+export class WaitForJobError extends Error {
+  override readonly name = 'WaitForJobError'
+  constructor(
+    readonly code: WaitForJobCode,
+    readonly jobId: string,
+    /** The queue waited on. */
+    readonly queue: string,
+  ) {
+    super(
+      code === 'NOT_FOUND'
+        ? `pgonce: queue ${queue} has no job ${jobId} to wait for (never added, removed, or pruned by retention)`
+        : `pgonce: queue ${queue} was closed while waiting for job ${jobId}`,
+    )
+  }
+}
+
+/**
  * Throw it from a handler to put the job back in the queue for `delayMs` without using up an attempt (e.g. the work is
  * running elsewhere). The worker does the same when `ctx.runOnce` finds the key `duplicate-running`. Unbounded by
  * `attempts`: use it for conditions that clear by themselves.

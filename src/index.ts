@@ -2,7 +2,27 @@
 
 export { Queue } from './queue.js'
 export type { QueueOptions, AddOptions, BulkItem, JobCounts, AddOutcomeCounts, WriteOptions } from './queue.js'
+export type { WaitForJobOptions } from './wait-for-job.js'
+export { WaitForJobError, WaitForJobTimeoutError } from './errors.js'
+export type { WaitForJobCode } from './errors.js'
 export { Job } from './job.js'
+export { defineQueue } from './define-queue.js'
+export type {
+  QueueDefinition,
+  TypedQueue,
+  TypedWorker,
+  TypedHandler,
+  TypedBatchHandler,
+  HandlersByName,
+  JobTypes,
+  ResultTypes,
+  JobName,
+  JobNamed,
+  AnyJob,
+  ResultOf,
+  TypedBulkItem,
+  TypedSchedulerTemplate,
+} from './define-queue.js'
 export type { JobState, AddOutcome, Backoff, JobJson } from './job.js'
 export type { JobOptions, DeduplicationOptions } from './admission/request.js'
 export { migrate } from './migrate/runner.js'

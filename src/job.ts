@@ -68,7 +68,11 @@ export interface JobOwner {
 /** A Job's data, as `JSON.stringify(job)` and loggers see it: its public fields, never its Queue or Worker. */
 export type JobJson<Data = unknown> = Omit<Job<Data>, 'removeDeduplicationKey' | 'toJSON'>
 
-export class Job<Data = unknown> {
+/**
+ * A job as read or added. `Result` types `result` and `Name` types `name`: a queue's definition (`defineQueue`, see
+ * src/define-queue.ts) fills them in, so that a switch on `job.name` narrows `job.data` and `job.result`.
+ */
+export class Job<Data = unknown, Result = unknown, Name extends string = string> {
   // An ES private field, not a TypeScript one: the owner (a Queue or Worker, and through it a pool and its connection
   // string) must be unreachable for loggers, JSON.stringify and util.inspect (docs/observability.md, "Logging").
   readonly #owner: JobOwner
@@ -76,7 +80,7 @@ export class Job<Data = unknown> {
   readonly id: string
   /** The caller's custom id, if any. */
   readonly jobId: string | null
-  readonly name: string
+  readonly name: Name
   readonly queue: string
   /** The stored data (for a duplicate: the data of the job that answers, not of this call). */
   readonly data: Data
@@ -92,8 +96,8 @@ export class Job<Data = unknown> {
   /** When its handler last started. */
   readonly startedAt: Date | null
   readonly finishedAt: Date | null
-  /** What the handler returned (stored as JSON), once completed. */
-  readonly result: unknown
+  /** What the handler returned (stored as JSON), once completed; null before. */
+  readonly result: Result | null
   /** The last value the handler reported with `ctx.updateProgress`. */
   readonly progress: unknown
   /** Set when `queue.cancelJob` asked a running job to stop. */
@@ -115,7 +119,7 @@ export class Job<Data = unknown> {
     this.#owner = owner
     this.id = row.id
     this.jobId = row.job_id
-    this.name = row.name
+    this.name = row.name as Name
     this.queue = row.queue
     this.data = row.data as Data
     this.state = row.state
@@ -127,7 +131,7 @@ export class Job<Data = unknown> {
     this.createdAt = row.created_at
     this.startedAt = row.started_at ?? null
     this.finishedAt = row.finished_at
-    this.result = row.result ?? null
+    this.result = (row.result ?? null) as Result | null
     this.progress = row.progress ?? null
     this.cancelRequestedAt = row.cancel_requested_at ?? null
     this.timeoutMs = row.timeout_ms ?? null

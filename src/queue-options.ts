@@ -7,7 +7,7 @@ import type { Transactional } from './db/executor.js'
 import { checkSchema } from './db/identifiers.js'
 import type { AddOutcome, JobState } from './job.js'
 import { type Logger, checkLogger } from './logger.js'
-import { checkBoolean, checkInteger, checkOptions } from './validate.js'
+import { checkBoolean, checkInteger, checkOptions, checkText } from './validate.js'
 
 export interface QueueOptions extends ConnectionOptions {
   /** Schema holding pgonce's tables. (Default: `'pgonce'`) */
@@ -32,6 +32,17 @@ export interface QueueOptions extends ConnectionOptions {
    * Every answer is what Postgres would give; Redis down, slow or flushed only means Postgres answers. (Default: none)
    */
   redis?: RedisOption
+  /**
+   * Where `queue.waitForJob`'s LISTEN connection goes, when it must not go where the pool does: behind a
+   * transaction-mode PgBouncer, point it at PostgreSQL itself (LISTEN is session state; without it the waits poll
+   * every second). (Default: the pool's connection)
+   */
+  listenConnectionString?: string
+  /**
+   * How often `queue.waitForJob` reads the jobs it waits for whatever LISTEN hears, in ms (±25 % jitter): the longest a
+   * NOTIFY lost with a dropped connection, or never heard behind a pooler, delays a wait. (Default: 1000)
+   */
+  waitPollIntervalMs?: number
 }
 
 export interface AddOptions extends JobOptions {
@@ -64,6 +75,8 @@ const QUEUE_OPTION_KEYS = [
   'poolSize',
   'preparedStatements',
   'redis',
+  'listenConnectionString',
+  'waitPollIntervalMs',
 ] as const
 
 /** A Queue's options, checked, with the defaults filled in. */
@@ -76,6 +89,8 @@ export interface ResolvedQueueOptions {
   named: boolean
   logger: Logger
   redis: RedisOption | undefined
+  listenConnectionString: string | null
+  waitPollIntervalMs: number
 }
 
 /** Checks a Queue's options (before any I/O) and fills in the defaults. */
@@ -91,6 +106,14 @@ export function resolveQueueOptions(options: unknown, queue: string): ResolvedQu
     named: opts.preparedStatements === undefined || checkBoolean(opts.preparedStatements, 'options.preparedStatements'),
     logger: checkLogger(opts.logger, 'options.logger').child({ component: 'pgonce.queue', queue }),
     redis: checkRedisOption(opts.redis, 'options.redis'),
+    listenConnectionString:
+      opts.listenConnectionString === undefined
+        ? null
+        : checkText(opts.listenConnectionString, 'options.listenConnectionString', 4096),
+    waitPollIntervalMs:
+      opts.waitPollIntervalMs === undefined
+        ? 1_000
+        : checkInteger(opts.waitPollIntervalMs, 'options.waitPollIntervalMs', 10, 3_600_000),
   }
 }
 export const ADD_OPTION_KEYS = [...JOB_OPTION_KEYS, 'tx'] as const

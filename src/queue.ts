@@ -1,6 +1,5 @@
 // Queue: adds jobs (alone, in bulk, inside your transaction), looks them up, and manages dedup keys, jobs and settings.
 
-import type { Attributes } from '@opentelemetry/api'
 import type pg from 'pg'
 import { admitMany, admitOne } from './admission/admit.js'
 import { type AdmissionRow, admittedOrThrow } from './admission/answers.js'
@@ -52,10 +51,12 @@ import {
   upsertScheduler,
 } from './schedulers.js'
 import { countInto } from './telemetry/metrics.js'
-import { SpanKind, currentTraceContext, inSpan } from './telemetry/tracing.js'
+import { SpanKind, currentTraceContext, inSpan, producerAttributes } from './telemetry/tracing.js'
 import { checkJobIdRef, checkOptions, checkText } from './validate.js'
+import { type JobWaiters, type WaitForJobOptions, checkWaitOptions, queueWaiters } from './wait-for-job.js'
 
 export type { AddOptions, AddOutcomeCounts, BulkItem, JobCounts, QueueOptions, WriteOptions } from './queue-options.js'
+export type { WaitForJobOptions } from './wait-for-job.js'
 
 export class Queue<Data = unknown> extends QueueSettingsControl implements JobOwner {
   readonly name: string
@@ -74,6 +75,7 @@ export class Queue<Data = unknown> extends QueueSettingsControl implements JobOw
   readonly #owned: PgoncePool | null
   /** How long close() may take (docs/operations.md, "Bounded waits"). */
   readonly #closeBoundMs: number
+  readonly #waiters: JobWaiters
   private readonly maxDataBytes: number
   private readonly named: boolean
   private closed = false
@@ -97,6 +99,7 @@ export class Queue<Data = unknown> extends QueueSettingsControl implements JobOw
         ? undefined
         : new Cache({ redis: opts.redis, pool, schema: this.schema, named: this.named, logger: this.#logger })
     this.cacheOutcomes = this.#cache?.outcomes ?? new Counters<CacheOutcome>()
+    this.#waiters = queueWaiters(this.name, this.schema, pool, opts, this.#logger, () => this.executor(undefined))
   }
 
   /**
@@ -106,7 +109,7 @@ export class Queue<Data = unknown> extends QueueSettingsControl implements JobOw
   async add(name: string, data: Data, opts?: AddOptions): Promise<Job<Data>> {
     const { tx, ...jobOpts } = checkOptions<AddOptions>(opts, 'opts', ADD_OPTION_KEYS)
     const req = toAddRequest(name, data, jobOpts, '', this.maxDataBytes)
-    return inSpan(`add ${this.name}`, SpanKind.PRODUCER, this.spanAttributes(1), async (span) => {
+    return inSpan(`add ${this.name}`, SpanKind.PRODUCER, producerAttributes(this.name, 1), async (span) => {
       req.traceContext = currentTraceContext()
       const execute = await this.executor(tx)
       // Without redis, an extend or a replace outside a caller's transaction answers once every cache heard of its end.
@@ -129,7 +132,7 @@ export class Queue<Data = unknown> extends QueueSettingsControl implements JobOw
   async addBulk(items: BulkItem<Data>[], options?: WriteOptions): Promise<Job<Data>[]> {
     const { tx } = checkOptions<WriteOptions>(options, 'options', ['tx'])
     const reqs = toAddRequests(items, this.maxDataBytes)
-    return inSpan(`addBulk ${this.name}`, SpanKind.PRODUCER, this.spanAttributes(reqs.length), async () => {
+    return inSpan(`addBulk ${this.name}`, SpanKind.PRODUCER, producerAttributes(this.name, reqs.length), async () => {
       const traceContext = currentTraceContext()
       for (const r of reqs) r.traceContext = traceContext
       const execute = await this.executor(tx, 'options.tx')
@@ -156,6 +159,19 @@ export class Queue<Data = unknown> extends QueueSettingsControl implements JobOw
   async getJob(id: string): Promise<Job<Data> | null> {
     checkJobIdRef(id, 'id')
     return this.readOne('get-job', [this.name, id])
+  }
+
+  /**
+   * Resolves with job `id` once it has ended: `job.state` is `completed` (`job.result` holds what its handler returned),
+   * `failed` or `cancelled` (`job.failedReason`, `job.stacktrace`) — an ended job resolves, whatever its end. Rejects
+   * with `WaitForJobTimeoutError` after `timeoutMs`, `WaitForJobError` (`NOT_FOUND`) when this queue has no such job,
+   * and the signal's reason when `signal` aborts. Whichever process ends the job (docs/queues.md, "Waiting for a job").
+   */
+  async waitForJob(id: string, options: WaitForJobOptions): Promise<Job<Data>> {
+    checkJobIdRef(id, 'id')
+    const { timeoutMs, signal } = checkWaitOptions(options)
+    if (this.closed) throw new Error('pgonce: this Queue is closed')
+    return new Job<Data>(await this.#waiters.wait(id, timeoutMs, signal), null, this)
   }
 
   /** The live generation of a custom jobId, else its newest terminal one, else null. */
@@ -297,6 +313,7 @@ export class Queue<Data = unknown> extends QueueSettingsControl implements JobOw
     await closeWithin(
       this.#closeBoundMs,
       async () => {
+        await this.#waiters.close()
         await this.#ready.settle()
         await this.#cache?.close()
         await this.#owned?.end()
@@ -347,15 +364,5 @@ export class Queue<Data = unknown> extends QueueSettingsControl implements JobOw
       'pgonce: add decided',
     )
     return new Job<Data>(admitted, admitted.outcome, this)
-  }
-
-  private spanAttributes(items: number): Attributes {
-    return {
-      'pgonce.queue': this.name,
-      'pgonce.items': items,
-      'messaging.system': 'pgonce',
-      'messaging.operation.type': 'send',
-      'messaging.destination.name': this.name,
-    }
   }
 }

@@ -55,4 +55,15 @@ export function storedTraceContext(stored: string | null): Context {
   }
 }
 
+/** The attributes of a producer's span (queue.add, queue.addBulk) adding `items` jobs to `queue`. */
+export function producerAttributes(queue: string, items: number): Attributes {
+  return {
+    'pgonce.queue': queue,
+    'pgonce.items': items,
+    'messaging.system': 'pgonce',
+    'messaging.operation.type': 'send',
+    'messaging.destination.name': queue,
+  }
+}
+
 export { SpanKind }
