@@ -188,6 +188,15 @@ export class Bed {
       ipt('-A', chain, '-m', 'statistic', '--mode', 'random', '--probability', String(probability), '-j', 'DROP')
   }
 
+  /** Packets dropped so far by `lose` in `host`'s namespace. */
+  dropped(host: BedHost): number {
+    const listed = run('ip', ['netns', 'exec', host.netns, 'iptables', '-w', '-L', '-v', '-n', '-x'])
+    return listed
+      .split('\n')
+      .filter((l) => /\sDROP\s/.test(l))
+      .reduce((sum, l) => sum + Number(l.trim().split(/\s+/)[0]), 0)
+  }
+
   /** Restarts the bed's PostgreSQL (`-m fast`: sessions are terminated, as in a real restart). */
   restartPostgres(): void {
     const data = join(this.dir, 'data')

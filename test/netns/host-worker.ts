@@ -4,7 +4,8 @@
 //
 // Handlers: `{ hold: true }` on a first attempt waits for ctx.signal (the partition test), then tries its late writes;
 // otherwise the run records itself and its effect in one ctx.transaction / ctx.effect: `handled` (job, host, attempt)
-// and `fx` (one row per effect key). ADDS=n adds n jobs from this host (jobIds `<host>-<i>`) before it reports acked.
+// and `fx` (one row per effect key). ADDS=n adds n jobs from this host (jobIds `<host>-<i>`; for at most
+// ADD_SECONDS) before it reports acked.
 
 import pg from 'pg'
 import { Queue, Worker } from '../../src/index.js'
@@ -73,11 +74,15 @@ function recordEffect(tx: pg.PoolClient, jobId: string): Promise<unknown> {
   return tx.query(`insert into "${schema}".fx (job_id, host) values ($1, $2)`, [jobId, host])
 }
 
-/** Adds `n` jobs one by one (each add retried on a connection error until acknowledged or refused). */
-async function addJobs(n: number): Promise<void> {
+/**
+ * Adds up to `n` jobs one by one, for at most `seconds` (0: no limit); each add is retried on an error until acknowledged:
+ * its jobId makes a retry of an add that committed unseen answer with that job.
+ */
+async function addJobs(n: number, seconds: number): Promise<void> {
   const queue = new Queue(queueName, { ...connection, migrate: false })
   const acked: string[] = []
-  for (let i = 0; i < n; i++) {
+  const until = seconds > 0 ? Date.now() + seconds * 1000 : Infinity
+  for (let i = 0; i < n && Date.now() < until; i++) {
     for (;;) {
       try {
         const job = await queue.add('from-host', {}, { jobId: `${host}-${i}` })
@@ -103,4 +108,4 @@ process.once('SIGTERM', () => {
 await worker.run()
 say({ ready: host })
 const adds = Number(env('ADDS', '0'))
-if (adds > 0 && !closing) await addJobs(adds)
+if (adds > 0 && !closing) await addJobs(adds, Number(env('ADD_SECONDS', '0')))

@@ -39,6 +39,8 @@ export async function fleet(hosts: number, label: string): Promise<Fleet> {
   const children: Child[] = []
   const schema = `${label}_${randomBytes(3).toString('hex')}`
   const pool = new pg.Pool({ connectionString: bed.url, max: 4 })
+  // A restart of the bed's server ends the idle connections too: the next query opens a new one.
+  pool.on('error', () => {})
   try {
     await migrate({ connectionString: bed.url, schema })
     await pool.query(
