@@ -162,11 +162,16 @@ export class Bed {
     host.url = `postgres://postgres@${this.gateway}:${proxy.port}/postgres`
   }
 
-  /** Starts `command` inside `host`'s namespace (its only network is its veth to the bed). */
-  spawn(host: BedHost, command: string[], env: Record<string, string> = {}): ChildProcess {
+  /** Starts `command` inside `host`'s namespace (its only network is its veth to the bed); stdout and stderr piped. */
+  spawn(
+    host: BedHost,
+    command: string[],
+    env: Record<string, string> = {},
+    stdin: 'ignore' | 'pipe' = 'ignore',
+  ): ChildProcess {
     return spawn('ip', ['netns', 'exec', host.netns, ...command], {
       env: { ...process.env, ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
+      stdio: [stdin, 'pipe', 'pipe'],
     })
   }
 

@@ -5,7 +5,16 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { Queue } from '../../src/index.js'
 import { waitFor } from '../helpers/wait.js'
-import { type Fleet, describeTitle, expectEachCompletedOnce, expectNoCrash, fleet, skipReason } from './support.js'
+import {
+  type Fleet,
+  describeTitle,
+  expectEachCompletedOnce,
+  expectNoCrash,
+  fleet,
+  sampleConnections,
+  skipReason,
+  waitAllCompleted,
+} from './support.js'
 
 const HOST_ADDS = 100
 const DIRECT_ADDS = 300
@@ -22,6 +31,7 @@ describe.skipIf(skipReason !== null)(describeTitle('a fleet of 3 hosts over a sh
   })
 
   it('completes every acknowledged add exactly once, on all three hosts', async () => {
+    const connections = sampleConnections(f)
     const hosts = await Promise.all(f.bed.hosts.map((h) => f.start(h, { ADDS: String(HOST_ADDS) })))
     const queue = new Queue(f.queue, { connectionString: f.bed.url, schema: f.schema, migrate: false })
     const acked: string[] = []
@@ -50,12 +60,7 @@ describe.skipIf(skipReason !== null)(describeTitle('a fleet of 3 hosts over a sh
       acked.push(...(report.acked as string[]))
     }
     expect(acked.length).toBeGreaterThanOrEqual(DIRECT_ADDS + 3 * HOST_ADDS)
-    await waitFor(
-      async () =>
-        (await f.pool.query(`select 1 from "${f.schema}".jobs where state <> 'completed' limit 1`)).rowCount === 0,
-      60_000,
-      'every job to complete',
-    )
+    await waitAllCompleted(f)
     await expectEachCompletedOnce(f, acked)
     const byHost = await f.pool.query<{ host: string; n: number }>(
       `select host, count(*)::int as n from "${f.schema}".handled group by host order by host`,
@@ -64,6 +69,10 @@ describe.skipIf(skipReason !== null)(describeTitle('a fleet of 3 hosts over a sh
     // Their connections went through the proxies: the link was really shaped.
     for (const h of f.bed.hosts) expect(h.proxy.accepted).toBeGreaterThan(0)
     expectNoCrash(f)
+    // docs/scaling.md quotes this: each host runs one Worker (concurrency 8) and one Queue adding.
+    const peak = await connections()
+    console.log(`netns fleet: peak ${peak.listeners} LISTEN + ${peak.others} other connections for 3 hosts`)
+    expect(peak.listeners).toBe(3)
     expect(await f.stopAll()).toEqual([0, 0, 0])
   })
 })

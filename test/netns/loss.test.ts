@@ -4,7 +4,15 @@
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { waitFor } from '../helpers/wait.js'
-import { type Fleet, describeTitle, expectEachCompletedOnce, expectNoCrash, fleet, skipReason } from './support.js'
+import {
+  type Fleet,
+  describeTitle,
+  expectEachCompletedOnce,
+  expectNoCrash,
+  fleet,
+  skipReason,
+  waitAllCompleted,
+} from './support.js'
 
 const LOSS_SECONDS = Number(process.env.NETNS_LOSS_SECONDS ?? 20)
 const HOST_ENV = {
@@ -48,12 +56,7 @@ describe.skipIf(skipReason !== null)(describeTitle('5% packet loss between three
       }
       expect(acked.length).toBeGreaterThan(0)
       console.log(`netns loss: ${LOSS_SECONDS} s at 5%, ${acked.length} adds acknowledged by the hosts`)
-      await waitFor(
-        async () =>
-          (await f.pool.query(`select 1 from "${f.schema}".jobs where state <> 'completed' limit 1`)).rowCount === 0,
-        30_000,
-        'every job to complete',
-      )
+      await waitAllCompleted(f, 30_000)
       await expectEachCompletedOnce(f, acked)
       expectNoCrash(f)
       expect(await f.stopAll()).toEqual([0, 0, 0])

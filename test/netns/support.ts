@@ -97,6 +97,42 @@ export async function fleet(hosts: number, label: string): Promise<Fleet> {
   }
 }
 
+/** Waits until no job of the fleet's schema is left unfinished. */
+export async function waitAllCompleted(f: Fleet, timeoutMs = 60_000): Promise<void> {
+  await waitFor(
+    async () =>
+      (await f.pool.query(`select 1 from "${f.schema}".jobs where state <> 'completed' limit 1`)).rowCount === 0,
+    timeoutMs,
+    'every job to complete',
+  )
+}
+
+/**
+ * Samples the client connections of the bed's server (less the test's own pool) until the returned function is called,
+ * which resolves with the largest count seen: LISTEN sessions and the rest.
+ */
+export function sampleConnections(f: Fleet): () => Promise<{ listeners: number; others: number }> {
+  let peak = { listeners: 0, others: 0 }
+  let sampling = true
+  const done = (async () => {
+    while (sampling) {
+      const { rows } = await f.pool.query<{ listeners: number; others: number }>(
+        `select count(*) filter (where application_name like 'pgonce-listener %')::int as listeners,
+                count(*) filter (where application_name not like 'pgonce-listener %')::int - $1 as others
+           from pg_stat_activity where backend_type = 'client backend'`,
+        [f.pool.totalCount],
+      )
+      if (rows[0]!.listeners + rows[0]!.others > peak.listeners + peak.others) peak = rows[0]!
+      await new Promise((r) => setTimeout(r, 100))
+    }
+  })()
+  return async () => {
+    sampling = false
+    await done
+    return peak
+  }
+}
+
 /** Job ids with how many committed runs (`handled` rows) and effect rows each has. */
 export async function runsPerJob(f: Fleet): Promise<{ job_id: string; runs: number; effects: number }[]> {
   const { rows } = await f.pool.query<{ job_id: string; runs: number; effects: number }>(
