@@ -1,7 +1,7 @@
 // How many PostgreSQL connections a process of many Workers uses (issue 48, docs/scaling.md): 50 Workers over 10
 // queues in one process (concurrency 4 each, every other option at its default), idle and at the peak of draining a
 // backlog, straight to PostgreSQL and through PgBouncer in transaction mode (LISTEN past it, as docs/operations.md
-// says). Counted on the server (pg_stat_activity), on the test bed's own cluster (dev/netns/bed.ts; root only).
+// says), each with a LISTEN connection per Worker and with `listen: 'shared'`. Counted on the server (pg_stat_activity), on the test bed's own cluster (dev/netns/bed.ts; root only).
 //
 //   tsx bench/connections.ts          CONNECTIONS_JOBS=5000
 
@@ -32,12 +32,17 @@ async function count(admin: pg.Pool): Promise<Count> {
   return rows[0]!
 }
 
-async function scenario(bedUrl: string, admin: pg.Pool, via: 'direct' | 'pgbouncer'): Promise<string> {
-  const schema = `conn_${via}`
+async function scenario(
+  bedUrl: string,
+  admin: pg.Pool,
+  via: 'direct' | 'pgbouncer',
+  listen: true | 'shared',
+): Promise<string> {
+  const schema = `conn_${via}_${listen === true ? 'own' : 'shared'}`
   await migrate({ connectionString: bedUrl, schema })
   const bouncer = via === 'pgbouncer' ? await startPgbouncer((await pgbouncerBinary())!, bedUrl, BOUNCER_POOL) : null
   const url = bouncer?.url ?? bedUrl
-  const common = { connectionString: url, schema, migrate: false, concurrency: CONCURRENCY }
+  const common = { connectionString: url, schema, migrate: false, concurrency: CONCURRENCY, listen }
   const extra = bouncer === null ? {} : { listenConnectionString: bedUrl, preparedStatements: false }
   const workers: Worker[] = []
   for (let q = 0; q < QUEUES; q++)
@@ -75,7 +80,8 @@ async function scenario(bedUrl: string, admin: pg.Pool, via: 'direct' | 'pgbounc
   await Promise.all(workers.map((w) => w.close()))
   await bouncer?.stop()
   const line = (c: Count): string => `${c.listeners + c.others} (${c.listeners} LISTEN + ${c.others} pool)`
-  return `| ${via === 'direct' ? 'straight to PostgreSQL' : `PgBouncer, transaction mode, default_pool_size ${BOUNCER_POOL}`} | ${line(idle)} | ${line(peak)} |`
+  const where = via === 'direct' ? 'straight to PostgreSQL' : `PgBouncer (transaction mode, pool ${BOUNCER_POOL})`
+  return `| ${where}, \`listen: ${listen === true ? 'true' : "'shared'"}\` | ${line(idle)} | ${line(peak)} |`
 }
 
 const bed = await Bed.create({ hosts: 0, settings: { max_connections: 600 } })
@@ -85,7 +91,8 @@ try {
     `| 50 Workers (10 queues × 5, concurrency ${CONCURRENCY}) in one process | idle | peak while draining ${JOBS} jobs |`,
     '| --- | --- | --- |',
   ]
-  for (const via of ['direct', 'pgbouncer'] as const) rows.push(await scenario(bed.url, admin, via))
+  for (const via of ['direct', 'pgbouncer'] as const)
+    for (const listen of [true, 'shared'] as const) rows.push(await scenario(bed.url, admin, via, listen))
   process.stdout.write(`${rows.join('\n')}\n`)
 } finally {
   await admin.end()
