@@ -23,7 +23,7 @@ const url = env('PGONCE_URL')
 const schema = env('PGONCE_SCHEMA')
 const host = env('HOST')
 const queueName = env('QUEUE')
-const fenceMs = Number(env('STATEMENT_TIMEOUT_MS', '2000'))
+const fenceMs = Number(env('STATEMENT_TIMEOUT_MS', '5000'))
 const connection = { connectionString: url, schema, connectTimeoutMs: fenceMs, statementTimeoutMs: fenceMs }
 
 const worker = new Worker<{ hold?: boolean }>(
