@@ -22,6 +22,10 @@
 //                                        CHAOS_DEBUG=1 names the emitter of an unhandled error event in a worker)
 //   CHAOS_REDIS=1 npm run chaos         the same with the Redis layer on, removals by a process without redis and by
 //                                        SQL, and frozen cache listeners (dev/chaos-redis.ts; REDIS_URL)
+//   npm run chaos -- --netns             the workers in network namespaces of the test bed (dev/netns/bed.ts, root
+//                                        only), each behind its latency proxy (CHAOS_RTT ms, default 2, jitter 0.5),
+//                                        against the bed's own PostgreSQL; one more fault: a host's cable cut for up
+//                                        to 3 leases, then back
 //
 // A fresh schema (chaos_<random>) is used and dropped at the end, also on Ctrl-C.
 
@@ -30,6 +34,7 @@ import { randomBytes, randomInt } from 'node:crypto'
 import { fileURLToPath } from 'node:url'
 import pg from 'pg'
 import { Queue, Worker, migrate } from '../src/index.js'
+import { Bed } from './netns/bed.js'
 import {
   CHAOS_REDIS,
   REDIS_URL,
@@ -51,6 +56,7 @@ const withApp = (url: string, name: string): string =>
 const LEASE_MS = 1_500
 /** The limits of the queue chaos-limited. */
 const LIMITED = { concurrency: 2, rateLimit: { max: 30, durationMs: 1_000 } }
+const NETNS = process.argv.includes('--netns')
 
 if (process.env.CHAOS_ROLE === 'worker') await runWorker()
 else if (process.env.CHAOS_ROLE === 'remover') await runRemover()
@@ -177,7 +183,9 @@ interface Slot {
 
 async function runHarness(): Promise<void> {
   const seconds = Number(process.env.CHAOS_SECONDS ?? 120)
-  const url = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
+  const bed = NETNS ? await Bed.create({ hosts: 3 }) : null
+  for (const h of bed?.hosts ?? []) h.proxy.roundTrip(Number(process.env.CHAOS_RTT ?? 2), 0.5)
+  const url = bed?.url ?? process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
   const run = randomBytes(4).toString('hex')
   const schema = `chaos_${run}`
   const workerApp = `chaos-${run}-w`
@@ -195,11 +203,18 @@ async function runHarness(): Promise<void> {
   const crashes: string[] = []
   const slots: Slot[] = []
   const file = fileURLToPath(import.meta.url)
+  let started = 0
+  /** A worker process; with --netns in the next host's namespace (round robin), through that host's proxy. */
   const start = (): Slot => {
-    const child = spawn(process.execPath, ['--import', 'tsx', file], {
-      env: { ...process.env, CHAOS_ROLE: 'worker', CHAOS_URL: withApp(url, workerApp), CHAOS_SCHEMA: schema },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    })
+    const host = bed?.hosts[started++ % bed.hosts.length]
+    const env = { CHAOS_ROLE: 'worker', CHAOS_URL: withApp(host?.url ?? url, workerApp), CHAOS_SCHEMA: schema }
+    const child =
+      bed === null || host === undefined
+        ? spawn(process.execPath, ['--import', 'tsx', file], {
+            env: { ...process.env, ...env },
+            stdio: ['ignore', 'pipe', 'pipe'],
+          })
+        : bed.spawn(host, [process.execPath, '--import', 'tsx', file], env)
     const slot: Slot = { child, killedBy: null, stopped: false, ready: false, stderr: '' }
     child.stdout?.on('data', (c: Buffer) => {
       if (c.toString().includes('ready')) slot.ready = true
@@ -250,6 +265,7 @@ async function runHarness(): Promise<void> {
     if (CHAOS_REDIS) await deleteRedisKeys(schema).catch(() => {})
     await pool.query(`drop schema if exists "${schema}" cascade`).catch(() => {})
     await pool.end().catch(() => {})
+    await bed?.destroy()
   }
   process.once('SIGINT', () => void cleanup().then(() => process.exit(130)))
 
@@ -315,12 +331,15 @@ async function runHarness(): Promise<void> {
         : reAdd({ queue, pool, schema, remover, lanes: 2, acks, running: () => producing })
 
     // -- faults ------------------------------------------------------------------------------------------------
-    const faults = { kill: 0, freeze: 0, terminate: 0, 'listener stall': 0 }
+    const faults = { kill: 0, freeze: 0, terminate: 0, 'listener stall': 0, cut: 0 }
     const live = () =>
       slots.filter((s) => s.killedBy === null && s.child.exitCode === null && s.child.signalCode === null)
     const pending: Promise<void>[] = []
     const until = Date.now() + seconds * 1000
-    log(`chaos: schema ${schema}, ${seconds} s, 3 workers${CHAOS_REDIS ? `, Redis at ${REDIS_URL}` : ''}`)
+    log(
+      `chaos: schema ${schema}, ${seconds} s, 3 workers${CHAOS_REDIS ? `, Redis at ${REDIS_URL}` : ''}` +
+        (bed === null ? '' : `, in namespaces of bed ${bed.index} behind ${process.env.CHAOS_RTT ?? 2} ms RTT`),
+    )
     while (Date.now() < until) {
       await sleep(randomInt(500, 1_300))
       const r = randomInt(100)
@@ -338,6 +357,12 @@ async function runHarness(): Promise<void> {
             if (frozen) faults['listener stall']++
           }),
         )
+      } else if (bed !== null && r < 35) {
+        // A host's cable cut (its workers' connections hear nothing), then back before or after their leases ran out.
+        const host = bed.hosts[randomInt(bed.hosts.length)]!
+        bed.cut(host)
+        faults.cut++
+        pending.push(sleep(randomInt(300, 3 * LEASE_MS)).then(() => bed.heal(host)))
       } else if (r < 50 && running.length > 0) {
         const s = running[randomInt(running.length)]!
         s.stopped = true
@@ -373,6 +398,7 @@ async function runHarness(): Promise<void> {
     const reAdds = await reAdding
     log(
       `faults: ${faults.kill} SIGKILLs, ${faults.freeze} freezes, ${faults.terminate} backends terminated` +
+        (bed === null ? '' : `, ${faults.cut} cables cut`) +
         (CHAOS_REDIS ? `, ${faults['listener stall']} cache listener stalls` : ''),
     )
     log(

@@ -3,7 +3,7 @@
 
 import type { Logger } from '../logger.js'
 import { type ClaimCursor, type FetchedRow, HEAD, type JobStore, newTokenPrefix } from './job-store.js'
-import type { Notifier } from './notifier.js'
+import type { Listener } from './shared-listener.js'
 import type { JobRunner } from './batch-runner.js'
 
 /**
@@ -67,7 +67,7 @@ export class Fetcher<Data, Result> {
 
   constructor(
     private readonly store: JobStore,
-    private readonly notifier: Notifier,
+    private readonly notifier: Listener,
     private readonly runner: Pick<JobRunner<Data, Result>, 'demand' | 'claimed' | 'freed'>,
     private readonly pollIntervalMs: number,
     private readonly reportError: (err: Error) => void,

@@ -1,4 +1,5 @@
-// One dedicated LISTEN connection per worker: wake-ups by NOTIFY, the idle slot that asks adds to send them, reconnection with backoff.
+// One dedicated LISTEN connection per worker (or per process, shared: shared-listener.ts): wake-ups by NOTIFY, the idle
+// slots that ask adds to send them, reconnection with backoff.
 
 import type pg from 'pg'
 import { PgonceClient } from '../db/client.js'
@@ -34,7 +35,8 @@ interface Slot {
 /**
  * The LISTEN connection. Besides LISTEN it holds, while the worker sleeps, one of the queue's four idle slots (a session
  * advisory lock): an add NOTIFYs only while some slot is held, so a sleeping worker must hold one to be woken.
- * Dropping the connection drops the slot; after a reconnect the worker advertises again when it next sleeps.
+ * Dropping the connection drops the slot; after a reconnect the worker advertises again when it next sleeps. Shared by
+ * the Workers of a process, it holds at most one slot per queue (`queue` names the slot taken by default).
  */
 export class Notifier {
   private client: PgonceClient | null = null
@@ -45,8 +47,10 @@ export class Notifier {
   private pingTimer: NodeJS.Timeout | undefined
   private stopped = false
   private connecting: Promise<boolean> | undefined
-  /** The idle slot held, or a request for one in flight. */
-  private slot: Promise<Slot | null> | null = null
+  /** Per queue: the idle slot held, or a request for one in flight. */
+  private readonly slots = new Map<string, Promise<Slot | null>>()
+  /** The statements on the connection, one after another (a shared connection takes several queues' slots at once). */
+  private serial: Promise<unknown> = Promise.resolve()
   /** What the current outage was reported as, null while the connection is up. */
   private reported: 'failed' | 'unheard' | null = null
   private readonly probe: NotifyProbe
@@ -103,28 +107,28 @@ export class Notifier {
    * committed just before sent no NOTIFY: the caller claims once more); false when one was held already, or none could
    * be taken (all four held by other workers, whose NOTIFYs reach this one too; or no connection).
    */
-  async advertise(): Promise<boolean> {
+  async advertise(queue = this.queue): Promise<boolean> {
     const client = this.client
-    if (client === null || this.slot !== null) return false
-    const taking = client.query<Slot>(sqlFor('take-idle-slot', this.schema), [this.queue]).then(
+    if (client === null || this.slots.has(queue)) return false
+    const taking = this.inTurn(() => client.query<Slot>(sqlFor('take-idle-slot', this.schema), [queue])).then(
       (r) => r.rows[0] ?? null,
       () => null,
     )
-    this.slot = taking
+    this.slots.set(queue, taking)
     const slot = await taking
-    if (slot === null && this.slot === taking) this.slot = null
-    return slot !== null && this.slot === taking
+    if (slot === null && this.slots.get(queue) === taking) this.slots.delete(queue)
+    return slot !== null && this.slots.get(queue) === taking
   }
 
   /** Gives the idle slot back (the worker is busy: it claims again on its own). */
-  withdraw(): void {
-    const held = this.slot
+  withdraw(queue = this.queue): void {
+    const held = this.slots.get(queue)
     const client = this.client
-    this.slot = null
-    if (held === null || client === null) return
+    this.slots.delete(queue)
+    if (held === undefined || client === null) return
     void held.then((held) => {
       if (held !== null && client === this.client) {
-        client.query(sqlFor('release-idle-slot', this.schema), [this.queue, held.slot]).catch(() => {})
+        this.inTurn(() => client.query(sqlFor('release-idle-slot', this.schema), [queue, held.slot])).catch(() => {})
       }
     })
   }
@@ -166,7 +170,7 @@ export class Notifier {
         return false
       }
       this.client = client
-      this.slot = null
+      this.slots.clear()
       this.keepPinging(client)
       this.reported = null
       this.retryMs = FIRST_RETRY_MS
@@ -180,11 +184,18 @@ export class Notifier {
     this.pingTimer = setInterval(() => {
       if (client !== this.client) return
       // An unanswered ping ends the connection (src/db/client.ts): lost() reconnects.
-      client
-        .query({ text: 'select 1', query_timeout: this.config.connectionTimeoutMillis } as pg.QueryConfig)
-        .catch(() => {})
+      this.inTurn(() =>
+        client.query({ text: 'select 1', query_timeout: this.config.connectionTimeoutMillis } as pg.QueryConfig),
+      ).catch(() => {})
     }, PING_MS)
     this.pingTimer.unref()
+  }
+
+  /** Runs `statement` once the statements before it have answered (or failed). */
+  private inTurn<T>(statement: () => Promise<T>): Promise<T> {
+    const next = this.serial.then(statement, statement)
+    this.serial = next.catch(() => {})
+    return next
   }
 
   /** Reports an outage once, and once more when its cause changes (a connection that comes back deaf). */
@@ -197,7 +208,7 @@ export class Notifier {
   private lost(client: PgonceClient, err: Error | undefined): void {
     if (client !== this.client || this.stopped) return
     this.client = null
-    this.slot = null
+    this.slots.clear()
     this.logger.warn({ err }, 'pgonce: LISTEN connection lost; reconnecting')
     this.report(
       'failed',

@@ -53,9 +53,11 @@ export interface WorkerOptions extends ConnectionOptions {
    */
   preparedStatements?: boolean
   /**
-   * Wake up by LISTEN/NOTIFY. false: poll only (every `pollIntervalMs`). (Default: true)
+   * Wake up by LISTEN/NOTIFY, on a connection of this Worker's own. `'shared'`: on one LISTEN connection for every Worker
+   * of the process that says so and reaches the same server and schema (docs/scaling.md, "Connections"). false: poll
+   * only (every `pollIntervalMs`). (Default: true)
    */
-  listen?: boolean
+  listen?: boolean | 'shared'
   /**
    * Where the LISTEN connection goes, when it must not go where the pool does: behind a transaction-mode PgBouncer,
    * point it at PostgreSQL itself (LISTEN and the idle slot are session state). (Default: the pool's connection)
@@ -159,7 +161,8 @@ export function resolveWorkerOptions(options: unknown): {
     poolSize: int('poolSize', Math.min(concurrency, 20) + 3, 2, 1_000),
     preparedStatements:
       o.preparedStatements === undefined ? true : checkBoolean(o.preparedStatements, 'options.preparedStatements'),
-    listen: o.listen === undefined ? true : checkBoolean(o.listen, 'options.listen'),
+    listen:
+      o.listen === undefined || o.listen === 'shared' ? (o.listen ?? true) : checkBoolean(o.listen, 'options.listen'),
     listenConnectionString:
       o.listenConnectionString === undefined
         ? null

@@ -28,10 +28,10 @@ import { Fetcher } from './fetcher.js'
 import { Housekeeping } from './housekeeping.js'
 import { JobStore } from './job-store.js'
 import { Leases } from './leases.js'
-import { Notifier } from './notifier.js'
 import { type ResolvedWorkerOptions, type WorkerOptions, resolveWorkerOptions } from './options.js'
 import { type Handler, Runner } from './runner.js'
 import { Schedules } from './schedules.js'
+import { type Listener, openListener } from './shared-listener.js'
 
 export type { Handler } from './runner.js'
 export type { BatchContext, BatchHandler, BatchOptions, BatchOutcome } from './batch.js'
@@ -93,7 +93,7 @@ export class Worker<Data = unknown, Result = unknown>
   readonly #closeBoundMs: number
   readonly #cache: Cache | undefined
   readonly #effects: Effects
-  readonly #notifier: Notifier
+  readonly #notifier: Listener
   readonly #fetcher: Fetcher<Data, Result>
   readonly #runner: JobRunner<Data, Result>
   readonly #completer: Completer<Data, Result>
@@ -165,7 +165,8 @@ export class Worker<Data = unknown, Result = unknown>
       opts.batch === null
         ? new Runner<Data, Result>(handler as Handler<Data, Result>, opts.concurrency, opts.batchSize, ...parts)
         : new BatchRunner<Data, Result>(handler as BatchHandler<Data, Result>, opts.batch, opts.concurrency, ...parts)
-    this.#notifier = new Notifier(
+    this.#notifier = openListener(
+      opts.listen === 'shared',
       listenConfig(pool, opts.listenConnectionString, `pgonce-listener ${this.id}`),
       channelOf(schema),
       schema,

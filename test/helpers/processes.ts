@@ -24,6 +24,11 @@ export function spawnFixture(script: string, env: Record<string, string>): Child
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   })
+  return captured(child)
+}
+
+/** Keeps what `child` writes (its stdout and stderr must be pipes) for `output()` and `messages()`. */
+export function captured(child: ChildProcess): Child {
   let out = ''
   let stdout = ''
   child.stdout?.on('data', (c: Buffer) => {
