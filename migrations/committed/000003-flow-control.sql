@@ -1,5 +1,5 @@
 --! Previous: sha1:d8fe85eaee90b259962f17c16d7cbaa9c21be335
---! Hash: sha1:8df7a26e647545ad74a0afc31f85e00075299640
+--! Hash: sha1:c6e6a85d7883d723595fdf0652e3878131eb1542
 --! Message: flow-control
 
 -- Flow control (docs/flow-control.md): a queue-wide concurrency and a sliding-window rate limit, stored per queue in
@@ -22,9 +22,10 @@ comment on column :PGONCE_SCHEMA.queue_settings.rate_max is
 comment on column :PGONCE_SCHEMA.queue_settings.rate_paused_until is
   'ctx.rateLimit(ms): no job of the queue starts before this time.';
 
--- The concurrency slot the current (or last) run of a job took, null if none: only a run with a slot fires
--- jobs_slot_released (its WHEN), so the end of a job that took no slot (a queue without limits, or with a rate limit
--- only) calls no trigger function, and the one that took a slot frees it by primary key.
+-- The concurrency slot the current (or last) run of a job took, null if none; negated (-slot) once its completion
+-- (sql/complete-jobs.sql) freed it, in one update for the batch. Only a run still holding its slot (> 0) fires
+-- jobs_slot_released (its WHEN), so a completion, and the end of a job that took no slot (a queue without limits, or
+-- with a rate limit only), call no trigger function; the other ends free the slot by primary key.
 alter table :PGONCE_SCHEMA.jobs add column limit_slot integer;
 
 -- A concurrency limit's slots: `concurrency` rows per queue (group_id '' for the queue-wide limit), free while job_id
@@ -85,15 +86,16 @@ begin
 end
 $$;
 
--- A run that took a slot leaves 'active', whatever ends it: completion, failure, retry, cancel, give-back, lease
--- rescue, timeout, an operator's UPDATE, in the same transaction.
+-- A run that took a slot leaves 'active', whatever ends it: failure, retry, cancel, give-back, lease rescue, timeout,
+-- an operator's UPDATE, in the same transaction; a completion by sql/complete-jobs.sql frees it itself (limit_slot
+-- negated, so this WHEN is false).
 create trigger jobs_slot_released after update of state on :PGONCE_SCHEMA.jobs
-for each row when (old.limit_slot is not null and old.state = 'active' and new.state <> 'active')
+for each row when (old.limit_slot > 0 and new.limit_slot > 0 and old.state = 'active' and new.state <> 'active')
 execute function :PGONCE_SCHEMA._job_slot_released();
 
 -- An active job deleted (removeJob refuses it; an operator's DELETE does not).
 create trigger jobs_slot_deleted after delete on :PGONCE_SCHEMA.jobs
-for each row when (old.limit_slot is not null and old.state = 'active')
+for each row when (old.limit_slot > 0 and old.state = 'active')
 execute function :PGONCE_SCHEMA._job_slot_released();
 
 -- Each queue's limits, the slots in use and how many starts its rate window holds now.
