@@ -263,6 +263,20 @@ describe('every end of a run frees its slot', () => {
     }
   }, 60_000)
 
+  it('a completion frees its slot itself: the job keeps -slot, and the slot is free', async () => {
+    const q = queueOf('completes')
+    await q.setLimits({ concurrency: 1 })
+    const w = worker('completes', async () => 'ok')
+    try {
+      const job = await q.add('j', {})
+      const done = await waitForState(db, job.id, 'completed', 15_000)
+      expect(done.limit_slot).toBe(-1)
+      expect(await slotsInUse(db, 'completes')).toBe(0)
+    } finally {
+      await w.close()
+    }
+  }, 30_000)
+
   it('a stale token frees nothing: a slot is freed once, by the run that holds it', async () => {
     const q = queueOf('fence')
     await q.setLimits({ concurrency: 1 })
