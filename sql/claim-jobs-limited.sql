@@ -2,11 +2,12 @@
 -- a job (its `claimed` step: keep the two alike); a statement of its own so that a queue without limits pays nothing. Before it picks jobs
 -- it takes the reservations they need, FOR UPDATE SKIP LOCKED: free concurrency slots (limit_slots, job_id null) and
 -- rate rows last used at least durationMs ago (limit_rate_slots); it starts at most as many jobs as it holds of each,
--- and writes each started job's id and lock token into a slot, and now() into a rate row, in this same statement.
+-- and writes each started job's id and lock token into a slot (and the slot's number into the job, jobs.limit_slot),
+-- and now() into a rate row, in this same statement.
 -- How many are free is never counted from a snapshot: a row is only counted once this statement holds its lock, and
 -- a row changed by a transaction that committed meanwhile is re-checked on its newest version (READ COMMITTED), so a
 -- slot taken by another claim is not taken again. The slots are freed by the trigger jobs_slot_released when the run
--- leaves 'active', fenced by the run's lock token. Nothing starts while ctx.rateLimit holds the queue
+-- leaves 'active', by primary key, fenced by the run's lock token. Nothing starts while ctx.rateLimit holds the queue
 -- (rate_paused_until) or while it is paused. taken_slots and used_rates run although nothing reads them (a WITH
 -- that changes rows always runs to completion).
 with settings as materialized (
@@ -25,7 +26,9 @@ with settings as materialized (
   where r.queue = $1 and r.group_id = '' and r.slot <= (select s.rate_max from settings s)
     and r.used_at <= now() - (select make_interval(secs => s.rate_duration_ms / 1000.0) from settings s)
   order by r.slot
-  limit $2
+  -- No more rate rows than the slots taken allow starts: a row locked and not used is a write for nothing.
+  limit (select case when s.concurrency is null then $2::bigint else least($2::bigint, (select count(*) from slots)) end
+         from settings s)
   for update skip locked
 ), room as materialized (
   select case when coalesce(s.held, false) then 0 else least($2::bigint,
@@ -41,6 +44,15 @@ with settings as materialized (
     order by priority, run_at, id
     limit (select n from room)
     for update skip locked) as ctids
+), assigned as materialized (
+  -- The i-th job picked (the queue's order) takes the i-th slot locked (by slot number); no slot without a concurrency
+  -- limit. Driven by the unnested arrays, each job row found by its ctid, each slot row below by primary key: a join of
+  -- the slot rows with a subquery of the pairs was once planned as a nested loop re-sorting the pairs for every slot
+  -- row of the queue (claims of 500 jobs took seconds), and reading each row's slot from arrays with array_position()
+  -- is quadratic.
+  select p.ctid, f.slot
+  from unnest((select p.ctids from picked p)) with ordinality as p(ctid, rn)
+  left join (select s.slot, row_number() over (order by s.slot) as rn from slots s) f on f.rn = p.rn
 ), claimed as (
   update :PGONCE_SCHEMA.jobs j
   set state = 'active', attempts = j.attempts + 1, started_at = now(),
@@ -48,30 +60,29 @@ with settings as materialized (
       timeout_at = now() + make_interval(secs => coalesce(j.timeout_ms, $9::integer) / 1000.0),
       locked_until = least(now() + make_interval(secs => $3::bigint / 1000.0),
         now() + make_interval(secs => coalesce(j.timeout_ms, $9::integer) / 1000.0)),
-      locked_by = $4, limit_held = true
-  where j.ctid = any((select p.ctids from picked p)::tid[]) and set_config('synchronous_commit', 'off', true) is not null
+      locked_by = $4, limit_slot = u.slot
+  from unnest((select array_agg(a.ctid) from assigned a), (select array_agg(a.slot) from assigned a)) as u(ctid, slot)
+  where j.ctid = u.ctid and set_config('synchronous_commit', 'off', true) is not null
   returning j.*
-), numbered as (
-  select c.id, c.lock_token, row_number() over (order by c.id) as rn from claimed c
-), pairs as materialized (
-  -- The i-th slot taken (by slot number) goes to the i-th job started (by id). The updates below are driven by the
-  -- unnested pairs, each slot row found by primary key, as sql/complete-jobs.sql finds its jobs: a join of the slot rows
-  -- with a subquery of the pairs was planned as a nested loop re-sorting the pairs for every slot row of the queue (claims
-  -- of 500 jobs took seconds), and reading each row's job from arrays with array_position() was quadratic.
-  select f.slot, n.id, n.lock_token
-  from (select s.slot, row_number() over (order by s.slot) as rn from slots s) f
-  join numbered n on n.rn = f.rn
 ), taken_slots as (
+  -- Each slot records the run holding it (job id and lock token, which its end must match to free it).
   update :PGONCE_SCHEMA.limit_slots l set job_id = u.id, lock_token = u.lock_token
-  from unnest((select array_agg(p.slot) from pairs p), (select array_agg(p.id) from pairs p),
-              (select array_agg(p.lock_token) from pairs p)) as u(slot, id, lock_token)
+  from unnest((select array_agg(c.limit_slot) from claimed c where c.limit_slot is not null),
+              (select array_agg(c.id) from claimed c where c.limit_slot is not null),
+              (select array_agg(c.lock_token) from claimed c where c.limit_slot is not null)) as u(slot, id, lock_token)
   where l.queue = $1 and l.group_id = '' and l.slot = u.slot
+    -- As for used_rates below: the scan covers the slots taken, not every slot of the queue (concurrency of them).
+    and l.slot between (select min(c.limit_slot) from claimed c) and (select max(c.limit_slot) from claimed c)
   returning l.slot
+), used as materialized (
+  -- The rate rows the started jobs use: the first ones taken, by slot number.
+  select array(select s.slot from rates s order by s.slot limit (select count(*) from claimed)) as slots
 ), used_rates as (
+  -- The bounds make the scan of the rows to hash cover the rows used, not every rate row of the queue (rateLimit.max).
   update :PGONCE_SCHEMA.limit_rate_slots r set used_at = now()
-  from unnest((select array_agg(s.slot) from (
-         select s.slot from rates s order by s.slot limit (select count(*) from claimed)) s)) as u(slot)
+  from unnest((select u.slots from used u)) as u(slot)
   where r.queue = $1 and r.group_id = '' and r.slot = u.slot
+    and r.slot between (select u.slots[1] from used u) and (select u.slots[cardinality(u.slots)] from used u)
   returning r.slot
 )
 select x.*, (extract(epoch from c.run_at) * 1000000)::bigint::text as run_at_us, c.timeout_ms

@@ -8,10 +8,25 @@
 -- estimate (the leases at the last ANALYZE) is often far too small. A plain statement rather than a plpgsql function:
 -- the function's RETURN QUERY cost ~1.2-2 µs a job of server time (bench/DECISIONS.md, "Statement and schema forms").
 -- _keep_index(): the index whatever the statistics were when a session planned this (docs/architecture.md).
-update :PGONCE_SCHEMA.jobs j
-set state = case when j.cancel_requested_at is null then 'completed' else 'cancelled' end,
-    result = i.result::jsonb, finished_at = now(), locked_until = null
-from unnest($1::bigint[], $2::uuid[], $3::text[]) as i(id, token, result)
-where j.id = i.id and j.state || '' = 'active' and j.lock_token = i.token
-  and (j.timeout_at is null or now() < j.timeout_at) and :PGONCE_SCHEMA._keep_index(j.id)
-returning j.lock_token as token, j.state, j.attempts
+-- A run that took a concurrency slot (flow control, jobs.limit_slot > 0) has it freed here, all in one update by
+-- primary key, fenced by the run's token as jobs_slot_released would: limit_slot becomes -limit_slot ("freed by its
+-- completion"), which keeps that trigger's WHEN false, so a completion calls no trigger function per job (a plpgsql
+-- call per row was most of the cost of a concurrency limit that never binds: docs/flow-control.md, "What it costs").
+with done as (
+  update :PGONCE_SCHEMA.jobs j
+  set state = case when j.cancel_requested_at is null then 'completed' else 'cancelled' end,
+      result = i.result::jsonb, finished_at = now(), locked_until = null, limit_slot = -j.limit_slot
+  from unnest($1::bigint[], $2::uuid[], $3::text[]) as i(id, token, result)
+  where j.id = i.id and j.state || '' = 'active' and j.lock_token = i.token
+    and (j.timeout_at is null or now() < j.timeout_at) and :PGONCE_SCHEMA._keep_index(j.id)
+  returning j.id, j.queue, j.lock_token as token, j.state, j.attempts, -j.limit_slot as slot
+), held as materialized (
+  select d.queue::text as queue, d.slot, d.id, d.token from done d where d.slot > 0
+), freed as (
+  -- Driven by the unnested rows, each slot found by primary key (as sql/claim-jobs-limited.sql takes them).
+  update :PGONCE_SCHEMA.limit_slots l set job_id = null, lock_token = null
+  from unnest((select array_agg(h.queue) from held h), (select array_agg(h.slot) from held h),
+              (select array_agg(h.id) from held h), (select array_agg(h.token) from held h)) as f(queue, slot, id, token)
+  where (l.queue, l.group_id, l.slot) = (f.queue, '', f.slot) and l.job_id = f.id and l.lock_token = f.token
+)
+select d.token, d.state, d.attempts from done d

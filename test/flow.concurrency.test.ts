@@ -222,6 +222,61 @@ describe('every end of a run frees its slot', () => {
     }
   }, 30_000)
 
+  it('each run holding a slot names it (jobs.limit_slot), the slot names the run; a run without a slot names none', async () => {
+    const q = queueOf('pairs')
+    await q.setLimits({ concurrency: 3 })
+    const rated = queueOf('rate-only')
+    await rated.setLimits({ rateLimit: { max: 100, durationMs: 1000 } })
+    const hold = (_job: unknown, ctx: { signal: AbortSignal }) =>
+      new Promise((resolve) => ctx.signal.addEventListener('abort', () => resolve('ok')))
+    const w = worker('pairs', hold)
+    const r = worker('rate-only', hold)
+    try {
+      const jobs = await q.addBulk(Array.from({ length: 5 }, () => ({ name: 'j', data: {} })))
+      const only = await rated.add('j', {})
+      await waitForState(db, only.id, 'active', 15_000)
+      await waitFor(async () => (await slotsInUse(db, 'pairs')) === 3, 15_000, 'the 3 slots to be taken')
+      const { rows } = await db.pool.query<{ id: string; slot: number | null; held_by: string | null; same: boolean }>(
+        `select j.id, j.limit_slot as slot, l.job_id::text as held_by, l.lock_token = j.lock_token as same
+         from "${db.schema}".jobs j left join "${db.schema}".limit_slots l on l.queue = j.queue and l.slot = j.limit_slot
+         where j.queue = 'pairs' and j.state = 'active' order by j.limit_slot`,
+      )
+      expect(rows.map((x) => x.slot)).toEqual([1, 2, 3])
+      for (const x of rows) expect(x).toMatchObject({ held_by: x.id, same: true })
+      expect((await storedJob(db, only.id)).limit_slot).toBeNull()
+      // Cancelling one frees exactly its slot, which the next job takes.
+      const first = rows[0]!.id
+      await q.cancelJob(first)
+      await waitFor(
+        async () =>
+          (await storedJob(db, jobs[3]!.id)).state === 'active' ||
+          (await storedJob(db, jobs[4]!.id)).state === 'active',
+        15_000,
+        'a waiting job to take the freed slot',
+      )
+      expect(await slotsInUse(db, 'pairs')).toBe(3)
+      await rated.cancelJob(only.id)
+      for (const j of jobs) await q.cancelJob(j.id).catch(() => {})
+      await waitFor(async () => (await slotsInUse(db, 'pairs')) === 0, 15_000, 'every slot to be free')
+    } finally {
+      await Promise.all([w.close(), r.close()])
+    }
+  }, 60_000)
+
+  it('a completion frees its slot itself: the job keeps -slot, and the slot is free', async () => {
+    const q = queueOf('completes')
+    await q.setLimits({ concurrency: 1 })
+    const w = worker('completes', async () => 'ok')
+    try {
+      const job = await q.add('j', {})
+      const done = await waitForState(db, job.id, 'completed', 15_000)
+      expect(done.limit_slot).toBe(-1)
+      expect(await slotsInUse(db, 'completes')).toBe(0)
+    } finally {
+      await w.close()
+    }
+  }, 30_000)
+
   it('a stale token frees nothing: a slot is freed once, by the run that holds it', async () => {
     const q = queueOf('fence')
     await q.setLimits({ concurrency: 1 })
@@ -232,7 +287,7 @@ describe('every end of a run frees its slot', () => {
     )
     // The job was never claimed with that token: its start and end (another token) leave that slot held.
     await db.pool.query(
-      `update "${db.schema}".jobs set state = 'active', limit_held = true, lock_token = gen_random_uuid() where id = $1`,
+      `update "${db.schema}".jobs set state = 'active', limit_slot = 1, lock_token = gen_random_uuid() where id = $1`,
       [job.id],
     )
     await db.pool.query(`update "${db.schema}".jobs set state = 'completed', finished_at = now() where id = $1`, [

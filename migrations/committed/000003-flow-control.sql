@@ -1,5 +1,5 @@
 --! Previous: sha1:d8fe85eaee90b259962f17c16d7cbaa9c21be335
---! Hash: sha1:0d5b328262bf5e18d56a8be8fe63960e27ce0dce
+--! Hash: sha1:c6e6a85d7883d723595fdf0652e3878131eb1542
 --! Message: flow-control
 
 -- Flow control (docs/flow-control.md): a queue-wide concurrency and a sliding-window rate limit, stored per queue in
@@ -22,12 +22,16 @@ comment on column :PGONCE_SCHEMA.queue_settings.rate_max is
 comment on column :PGONCE_SCHEMA.queue_settings.rate_paused_until is
   'ctx.rateLimit(ms): no job of the queue starts before this time.';
 
--- Whether the current (or last) run of a job took a concurrency slot: only those fire jobs_slot_released, so that the
--- end of a job of a queue without limits runs no trigger.
-alter table :PGONCE_SCHEMA.jobs add column limit_held boolean not null default false;
+-- The concurrency slot the current (or last) run of a job took, null if none; negated (-slot) once its completion
+-- (sql/complete-jobs.sql) freed it, in one update for the batch. Only a run still holding its slot (> 0) fires
+-- jobs_slot_released (its WHEN), so a completion, and the end of a job that took no slot (a queue without limits, or
+-- with a rate limit only), call no trigger function; the other ends free the slot by primary key.
+alter table :PGONCE_SCHEMA.jobs add column limit_slot integer;
 
 -- A concurrency limit's slots: `concurrency` rows per queue (group_id '' for the queue-wide limit), free while job_id
--- is null. A claim takes free ones FOR UPDATE SKIP LOCKED and writes its job's id and lock token into each.
+-- is null. A claim takes free ones FOR UPDATE SKIP LOCKED and writes its job's id and lock token into each. Only the
+-- primary key is indexed, and half of each page is left free, so that taking and freeing a slot are HOT updates (no
+-- index entry to write; each claim and each end of a run updates a slot row).
 create table :PGONCE_SCHEMA.limit_slots (
   queue       text not null,
   group_id    text not null default '',
@@ -35,20 +39,20 @@ create table :PGONCE_SCHEMA.limit_slots (
   job_id      bigint,
   lock_token  uuid,
   primary key (queue, group_id, slot)
-);
-create index limit_slots_job on :PGONCE_SCHEMA.limit_slots (job_id) where job_id is not null;
+) with (fillfactor = 50);
 comment on table :PGONCE_SCHEMA.limit_slots is
   'Concurrency slots (queue.setLimits concurrency): job_id and lock_token of the run holding each, null when free.';
 
 -- A rate limit's rows: `max` rows per queue, each holding the time of the start that last used it. A start takes a row
--- last used at least durationMs ago, so no interval of durationMs holds more than max starts.
+-- last used at least durationMs ago, so no interval of durationMs holds more than max starts. Half of each page is
+-- left free so that a start's update of used_at is a HOT update, as for limit_slots.
 create table :PGONCE_SCHEMA.limit_rate_slots (
   queue     text not null,
   group_id  text not null default '',
   slot      integer not null check (slot > 0),
   used_at   timestamptz not null default '-infinity',
   primary key (queue, group_id, slot)
-);
+) with (fillfactor = 50);
 comment on table :PGONCE_SCHEMA.limit_rate_slots is
   'Rate-limit rows (queue.setLimits rateLimit): the start that last used each; reusable rate_duration_ms later.';
 
@@ -69,26 +73,29 @@ language sql stable parallel safe as $$
                    from :PGONCE_SCHEMA.queue_settings s where s.queue = p_queue), false)
 $$;
 
--- The trigger function of jobs_slot_released: frees the slots the ended run held, fenced by its lock token (a slot a
--- later run of the job took is not this run's, and a slot is freed once).
+-- The trigger function of jobs_slot_released: frees the slot the ended run took (jobs.limit_slot), found by primary
+-- key, fenced by the run's lock token (a slot a later run of the job took carries the later token, and a slot is
+-- freed once).
 create function :PGONCE_SCHEMA._job_slot_released() returns trigger
 language plpgsql as $$
 begin
   update :PGONCE_SCHEMA.limit_slots set job_id = null, lock_token = null
-  where job_id = old.id and lock_token = old.lock_token;
+  where queue = old.queue and group_id = '' and slot = old.limit_slot
+    and job_id = old.id and lock_token = old.lock_token;
   return null;
 end
 $$;
 
--- A run that took a slot leaves 'active', whatever ends it: completion, failure, retry, cancel, give-back, lease
--- rescue, timeout, an operator's UPDATE, in the same transaction.
+-- A run that took a slot leaves 'active', whatever ends it: failure, retry, cancel, give-back, lease rescue, timeout,
+-- an operator's UPDATE, in the same transaction; a completion by sql/complete-jobs.sql frees it itself (limit_slot
+-- negated, so this WHEN is false).
 create trigger jobs_slot_released after update of state on :PGONCE_SCHEMA.jobs
-for each row when (old.limit_held and old.state = 'active' and new.state <> 'active')
+for each row when (old.limit_slot > 0 and new.limit_slot > 0 and old.state = 'active' and new.state <> 'active')
 execute function :PGONCE_SCHEMA._job_slot_released();
 
 -- An active job deleted (removeJob refuses it; an operator's DELETE does not).
 create trigger jobs_slot_deleted after delete on :PGONCE_SCHEMA.jobs
-for each row when (old.limit_held and old.state = 'active')
+for each row when (old.limit_slot > 0 and old.state = 'active')
 execute function :PGONCE_SCHEMA._job_slot_released();
 
 -- Each queue's limits, the slots in use and how many starts its rate window holds now.

@@ -1,5 +1,5 @@
---! Previous: sha1:0d5b328262bf5e18d56a8be8fe63960e27ce0dce
---! Hash: sha1:3a8c73d3e26fd12301fda426965b2140d8a06d98
+--! Previous: sha1:c6e6a85d7883d723595fdf0652e3878131eb1542
+--! Hash: sha1:baa900ad01b7feb7d717bbde12375aff7b6d2072
 --! Message: wait-for-job
 
 -- queue.waitForJob(id) marks the job it waits for (jobs.waited); when a marked job reaches a terminal state, the
