@@ -13,31 +13,11 @@ import { execFileSync, spawn } from 'node:child_process'
 import { existsSync } from 'node:fs'
 import { join } from 'node:path'
 import { freePort } from '../helpers/ports.js'
+import { SUBSET, VERSIONS } from './matrix.js'
 import { type BinaryServer, binDirOf, startFromBinaries } from './pg-binaries.js'
 
 const ROOT = join(import.meta.dirname, '..', '..')
-/**
- * 13 is installed but not run: the baseline migration does not parse on it (`array_agg(...) at`, a bare column label
- * PostgreSQL accepts from 14 on), so 14 is the minimum (docs/compatibility.md). `run.ts 13` shows it.
- */
-const VERSIONS = ['14', '16', '17', '18']
 const PARALLEL = Number(process.env.PGONCE_COMPAT_PARALLEL ?? 2)
-
-/**
- * Migrations (and the baseline's catalog against the history it replaced), admission (the property test of every add
- * path against its model), a worker's basics, timeouts, and the database failing under a worker: backends terminated
- * and a server restarted with `-m immediate`.
- */
-export const SUBSET = [
-  'test/migrate.test.ts',
-  'test/migrate.baseline.test.ts',
-  'test/dedup.admission.test.ts',
-  'test/sql-add-job.test.ts',
-  'test/worker.retry.test.ts',
-  'test/worker.timeout.test.ts',
-  'test/fault/db-faults.test.ts',
-]
-
 interface Outcome {
   version: string
   server: string
