@@ -1,13 +1,14 @@
 // The package as a user installs it: `npm pack` (its prepack build) in a copy of the repository, the tarball installed
 // into a scratch app, and that app run against real PostgreSQL the ways users run it: ESM, CommonJS, a strict
-// TypeScript consumer (with the README's tour), a webpack development build, `node --conditions=development`, and the
-// `pgonce` bin. Also what the tarball holds: no TypeScript sources, the documents its links name, no internal members
-// in its types. pgonce is not published yet; this is what `npm install pgonce` will be.
+// TypeScript consumer (with the README's tour, ioredis and Drizzle), a webpack development build,
+// `node --conditions=development`, the `pgonce` bin, and the same app on Node.js 22 and Bun (test/compat/package.json
+// installs both from the npm registry). Also what the tarball holds: no TypeScript sources, the documents its links
+// name, no internal members in its types. pgonce is not published yet; this is what `npm install pgonce` will be.
 
-import { readFileSync, readdirSync, writeFileSync } from 'node:fs'
+import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import webpack from 'webpack'
-import { afterAll, beforeAll, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
   type PackedApp,
   filesUnder,
@@ -26,6 +27,14 @@ const manifest = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as
 }
 /** The lowest ioredis the peer range admits: its types must compile in a strict consumer too. */
 const lowestIoredis = /\d+\.\d+\.\d+/.exec(manifest.peerDependencies.ioredis ?? '')?.[0]
+/** The Drizzle the transaction adapters are tested with (test/adapters). */
+const DRIZZLE = 'drizzle-orm@0.45.4'
+/** Other runtimes, installed by `npm ci` in test/compat (.ci/run does; REQUIRE_COMPAT=1 makes their absence fail). */
+const COMPAT = join(ROOT, 'test', 'compat', 'node_modules')
+const runtimes = [
+  { name: 'Node.js 22', bin: join(COMPAT, 'node22', 'bin', 'node'), version: /^v22\./ },
+  { name: 'Bun', bin: join(COMPAT, 'bun', 'bin', 'bun.exe'), version: /^1\./ },
+].map((r) => ({ ...r, missing: existsSync(r.bin) ? null : `${r.bin} is not installed (npm ci in test/compat)` }))
 
 let db: TestSchema
 let packed: PackedApp
@@ -34,11 +43,12 @@ let env: NodeJS.ProcessEnv
 
 beforeAll(async () => {
   db = await freshSchema('packed')
-  // What a user adds beside pgonce: pg (the README's install line), kysely (the tour's Kysely block), ioredis.
+  // What a user adds beside pgonce: pg (the README's install line), kysely (the tour's Kysely block), ioredis, Drizzle.
   packed = await packAndInstall(ROOT, [
     'pg',
     `kysely@${manifest.devDependencies.kysely}`,
     `ioredis@${lowestIoredis}`,
+    DRIZZLE,
     '@types/node@20',
   ])
   installed = join(packed.app, 'node_modules', 'pgonce')
@@ -60,6 +70,12 @@ console.log(JSON.stringify({ outcome: job.outcome, state: job.state }))
 
 /** Compiles `files` of the app with tsc, strict and with skipLibCheck off, into out/. */
 async function compileStrict(tsconfig: string, files: string[]): Promise<void> {
+  const errors = await strictErrors(tsconfig, files)
+  if (errors.length > 0) throw new Error(`tsc -p ${tsconfig}:\n${errors.join('\n')}`)
+}
+
+/** The errors of tsc on `files` of the app, strict and with skipLibCheck off (what it emits goes to out/). */
+async function strictErrors(tsconfig: string, files: string[]): Promise<string[]> {
   const compilerOptions = {
     target: 'ES2022',
     module: 'NodeNext',
@@ -69,7 +85,14 @@ async function compileStrict(tsconfig: string, files: string[]): Promise<void> {
     skipLibCheck: false,
   }
   writeFileSync(join(packed.app, tsconfig), JSON.stringify({ compilerOptions, files }))
-  await run(TSC, ['-p', tsconfig], { cwd: packed.app })
+  try {
+    await run(TSC, ['-p', tsconfig], { cwd: packed.app })
+    return []
+  } catch (err) {
+    const errors = (err as Error).message.split('\n').filter((l) => /^\S+\(\d+,\d+\): error /.test(l))
+    if (errors.length === 0) throw err
+    return errors
+  }
 }
 
 it("ships its build (the dashboard's UI built too), SQL, migrations and documents, and no TypeScript source, test or benchmark", () => {
@@ -115,7 +138,7 @@ it('keeps the members its sources mark @internal out of its declaration files', 
   expect(leaked).toEqual([])
 })
 
-it('compiles in a strict TypeScript app (skipLibCheck off): an ESM program, a CommonJS module, the README tour and ioredis', async () => {
+it('compiles in a strict TypeScript app (skipLibCheck off): an ESM program, a CommonJS module, the README tour, ioredis and Drizzle', async () => {
   const readme = readFileSync(join(installed, 'README.md'), 'utf8')
   const tour = readme.slice(readme.indexOf('## A five-minute tour'), readme.indexOf('## Guarantees'))
   const blocks = [...tour.matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1] as string)
@@ -144,8 +167,9 @@ import { Queue, Worker, ValidationError, migrate, type Job } from 'pgonce'
 
 const url = process.env.DATABASE_URL as string
 const schema = process.env.SCHEMA as string
+const name = process.env.QUEUE ?? 'emails'
 await migrate({ connectionString: url, schema })
-const queue = new Queue<{ to: string }>('emails', { connectionString: url, schema })
+const queue = new Queue<{ to: string }>(name, { connectionString: url, schema })
 const first = await queue.add('welcome', { to: 'ada@example.com' }, { jobId: 'welcome:ada' })
 const again = await queue.add('welcome', { to: 'ada@example.com' }, { jobId: 'welcome:ada' })
 let bad = ''
@@ -155,7 +179,7 @@ try {
   if (err instanceof ValidationError) bad = err.field
 }
 const ran: string[] = []
-const worker = new Worker<{ to: string }>('emails', async (job: Job<{ to: string }>) => {
+const worker = new Worker<{ to: string }>(name, async (job: Job<{ to: string }>) => {
   ran.push(job.data.to)
 }, { connectionString: url, schema })
 while (ran.length === 0) await new Promise((resolve) => setTimeout(resolve, 20))
@@ -168,7 +192,33 @@ console.log(JSON.stringify({ first: first.outcome, again: again.outcome, same: f
     join(packed.app, 'common.cts'),
     `import * as pgonce from 'pgonce'\nasync function main(): Promise<void> {\n${addOne('cjs')}\n}\nvoid main()\n`,
   )
-  await compileStrict('tsconfig.json', ['main.ts', 'common.cts', 'tour.ts'])
+  // A Drizzle transaction as db.transaction hands it over, in the app that adds a job.
+  writeFileSync(
+    join(packed.app, 'drizzle.ts'),
+    `
+import pg from 'pg'
+import { sql } from 'drizzle-orm'
+import { drizzle, type NodePgDatabase } from 'drizzle-orm/node-postgres'
+import { Queue } from 'pgonce'
+
+type DrizzleTx = Parameters<Parameters<NodePgDatabase['transaction']>[0]>[0]
+const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL })
+const db: NodePgDatabase = drizzle({ client: pool })
+const welcome = new Queue<{ to: string }>('welcome', { pool })
+export async function signUp(to: string): Promise<string> {
+  return db.transaction(async (tx: DrizzleTx) => {
+    await tx.execute(sql\`select \${to}::text\`)
+    // Outside tx until the Drizzle transaction adapter lands (src/db/adapters): then { tx } with it, in this test too.
+    return (await welcome.add('welcome', { to })).id
+  })
+}
+`,
+  )
+  // drizzle-orm 0.45.4's own declarations (its other dialects: mysql, singlestore, sqlite, gel, and two in pg-core) fail
+  // skipLibCheck: false by themselves, missing optional drivers' types and abstract members: Drizzle's to fix. pgonce's
+  // declarations, pg's, ioredis's, kysely's and the app's code must have no error.
+  const errors = await strictErrors('tsconfig.json', ['main.ts', 'common.cts', 'tour.ts', 'drizzle.ts'])
+  expect(errors.filter((e) => !e.startsWith('node_modules/drizzle-orm/'))).toEqual([])
   // The ESM program: migrate, add twice with one jobId, a typed ValidationError, a worker runs the job once.
   const { stdout } = await run(process.execPath, [join(packed.app, 'out', 'main.js')], { cwd: packed.app, env })
   expect(JSON.parse(stdout)).toEqual({
@@ -183,10 +233,16 @@ console.log(JSON.stringify({ first: first.outcome, again: again.outcome, same: f
 it("runs under CommonJS with require('pgonce') where Node loads ES modules by require (20.19+), else says ERR_REQUIRE_ESM", async () => {
   // `out/common.cjs` is the compiled common.cts: `require("pgonce")`.
   const started = run(process.execPath, [join(packed.app, 'out', 'common.cjs')], { cwd: packed.app, env })
+  // And 'pgonce/dashboard', whose module graph (hono, @hono/node-server) must load by require as well.
+  const dashboard = run(process.execPath, ['-e', "console.log(typeof require('pgonce/dashboard').dashboard)"], {
+    cwd: packed.app,
+  })
   if (process.features.require_module === true) {
     expect(JSON.parse((await started).stdout)).toEqual({ outcome: 'added', state: 'waiting' })
+    expect((await dashboard).stdout.trim()).toBe('function')
   } else {
     await expect(started).rejects.toThrow(/ERR_REQUIRE_ESM/)
+    await expect(dashboard).rejects.toThrow(/ERR_REQUIRE_ESM/)
   }
 }, 30_000)
 
@@ -258,3 +314,31 @@ console.log(JSON.stringify({ queues: queues.queues.map((q) => q.name), retry: co
   const { stdout } = await run(process.execPath, [join(packed.app, 'out', 'dash.mjs')], { cwd: packed.app, env })
   expect(JSON.parse(stdout)).toEqual({ queues: expect.arrayContaining(['emails']), retry: true, pause: false })
 }, 60_000)
+
+describe.each(runtimes)(
+  'on $name (test/compat installs it from the npm registry)',
+  ({ name, bin, version, missing }) => {
+    const skip = missing !== null && process.env.REQUIRE_COMPAT !== '1'
+    it.skipIf(skip)(
+      `runs the ESM program (migrate, add twice with one jobId, a worker) and require('pgonce')${skip ? ` (skipped: ${missing})` : ''}`,
+      async () => {
+        expect((await run(bin, ['--version'], { cwd: packed.app })).stdout.trim()).toMatch(version)
+        const queue = `on-${name.replace(/\W/g, '').toLowerCase()}`
+        const program = await run(bin, [join(packed.app, 'out', 'main.js')], {
+          cwd: packed.app,
+          env: { ...env, QUEUE: queue },
+        })
+        expect(JSON.parse(program.stdout)).toEqual({
+          first: 'added',
+          again: 'duplicate-job-id',
+          same: true,
+          bad: 'name',
+          ran: ['ada@example.com'],
+        })
+        const common = await run(bin, [join(packed.app, 'out', 'common.cjs')], { cwd: packed.app, env })
+        expect(JSON.parse(common.stdout)).toEqual({ outcome: 'added', state: 'waiting' })
+      },
+      60_000,
+    )
+  },
+)

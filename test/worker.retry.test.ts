@@ -6,7 +6,7 @@ import { Queue, RetryJobError, Worker } from '../src/index.js'
 import { type TestSchema, freshSchema } from './helpers/schema.js'
 import { storedJob, waitForState } from './helpers/jobs.js'
 import { backendPid } from './helpers/clients.js'
-import { waitUntilBlockedBehind } from './helpers/wait.js'
+import { waitFor, waitUntilBlockedBehind } from './helpers/wait.js'
 
 let db: TestSchema
 let queue: Queue<{ n: number }>
@@ -68,6 +68,8 @@ describe('Worker retries', () => {
       for (let i = 1; i < started.length; i++) {
         expect(started[i]!.getTime() - started[i - 1]!.getTime()).toBeGreaterThanOrEqual(300)
       }
+      // The row reads 'failed' once the outcome committed; the worker emits the event after that, on its own time.
+      await waitFor(() => failedEvents.length === 3, 5_000, "the third 'failed' event")
       expect(failedEvents).toEqual(['delayed:boom 1', 'delayed:boom 2', 'failed:boom 3'])
     } finally {
       await worker.close()

@@ -276,6 +276,9 @@ describe('PostgreSQL restarted under load (restart -m immediate)', async () => {
         )
         // Lets the load run on purpose (more jobs in flight); nothing here races.
         await new Promise((r) => setTimeout(r, 500))
+        // And more than 10 adds acknowledged before the restart, which on a loaded machine (the version matrix runs two
+        // servers at once) 500 ms did not always give: the count below must be more than the 10 after it.
+        await waitFor(() => acked.length > 10, 15_000, 'more than 10 adds acknowledged before the restart')
         const { rows: inFlight } = await pool.query<{ id: string }>(
           `select id::text from ${schema}.jobs where state = 'active'`,
         )

@@ -1,7 +1,10 @@
-// Extra PostgreSQL clusters of a test's own (Debian's postgresql-common), for the tests that restart a server.
+// Extra PostgreSQL clusters of a test's own (Debian's postgresql-common), for the tests that restart a server. Under
+// the version matrix (test/compat/run.ts) PGONCE_PG_BIN names the bin directory of the version under test, and the
+// cluster is a server of those binaries instead (test/compat/pg-binaries.ts).
 
 import { execFile } from 'node:child_process'
 import { promisify } from 'node:util'
+import { startFromBinaries } from '../compat/pg-binaries.js'
 import { freePort, waitForPort } from './ports.js'
 import { commandPath } from './processes.js'
 
@@ -12,7 +15,7 @@ export interface Cluster {
   port: number
   /** Connection string of the cluster's `postgres` database. */
   url: string
-  /** `pg_ctlcluster 15 NAME restart -m immediate` (a crash and recovery). */
+  /** `pg_ctlcluster 15 NAME restart -m immediate` (a crash and recovery), or `pg_ctl restart -m immediate`. */
   restartImmediate(): Promise<void>
   /** Stops and drops the cluster (idempotent). */
   drop(): Promise<void>
@@ -20,6 +23,7 @@ export interface Cluster {
 
 /** Why no cluster of the test's own can be made here, or null if one can (pg_createcluster as root or postgres). */
 export async function clusterUnavailable(): Promise<string | null> {
+  if (process.env.PGONCE_PG_BIN) return null
   if ((await commandPath('pg_createcluster')) === null)
     return 'pg_createcluster is not installed (e.g. the embedded server is in use)'
   if ((await commandPath('pg_ctlcluster')) === null) return 'pg_ctlcluster is not installed'
@@ -31,10 +35,15 @@ export async function clusterUnavailable(): Promise<string | null> {
   return null
 }
 
-/** Creates and starts cluster 15/`name` on a free port with trust authentication. */
+/** Creates and starts cluster 15/`name` (or a server of PGONCE_PG_BIN) on a free port with trust authentication. */
 export async function createCluster(label: string): Promise<Cluster> {
   const name = `${label}${process.pid}${Math.floor(Math.random() * 1e4)}`
   const port = await freePort()
+  const bin = process.env.PGONCE_PG_BIN
+  if (bin) {
+    const server = await startFromBinaries(bin, port)
+    return { name, port, url: server.url, restartImmediate: server.restartImmediate, drop: server.stop }
+  }
   await execFileAsync(
     'pg_createcluster',
     [
