@@ -199,7 +199,7 @@ console.log(JSON.stringify({ first: first.outcome, again: again.outcome, same: f
 import pg from 'pg'
 import { sql } from 'drizzle-orm'
 import { drizzle, type NodePgDatabase } from 'drizzle-orm/node-postgres'
-import { Queue } from 'pgonce'
+import { Queue, fromDrizzle } from 'pgonce'
 
 type DrizzleTx = Parameters<Parameters<NodePgDatabase['transaction']>[0]>[0]
 const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL })
@@ -208,8 +208,8 @@ const welcome = new Queue<{ to: string }>('welcome', { pool })
 export async function signUp(to: string): Promise<string> {
   return db.transaction(async (tx: DrizzleTx) => {
     await tx.execute(sql\`select \${to}::text\`)
-    // Outside tx until the Drizzle transaction adapter lands (src/db/adapters): then { tx } with it, in this test too.
-    return (await welcome.add('welcome', { to })).id
+    // The add commits or rolls back with the Drizzle transaction (docs/transactions.md).
+    return (await welcome.add('welcome', { to }, { tx: fromDrizzle(tx) })).id
   })
 }
 `,
