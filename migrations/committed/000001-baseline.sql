@@ -1,5 +1,5 @@
 --! Previous: -
---! Hash: sha1:9480f0f1c26de0d85aed49b1a22f6cff25f607d6
+--! Hash: sha1:547927876b4f15da8377ddce619d149f16a53fea
 --! Message: baseline
 
 -- pgonce's schema, whole, in reading order: the types, the tables (with their autovacuum settings), the rules every
@@ -944,7 +944,7 @@ begin
             when 'number' then to_timestamp((e->>'runAt')::float8 / 1000) else (e->>'runAt')::timestamptz end))
           order by o) dl,
         array_agg((e->>'priority')::integer order by o) p,
-        array_agg((e->>'attempts')::integer order by o) at, array_agg(e->'backoff' order by o) b,
+        array_agg((e->>'attempts')::integer order by o) as at, array_agg(e->'backoff' order by o) b,
         array_agg(case when e ? 'dependsOn' then translate((e->'dependsOn')::text, '[]"', '{}') end order by o) dep,
         array_agg((e->>'timeoutMs')::integer order by o) tm
       from jsonb_array_elements(items) with ordinality e(e, o)

@@ -1,5 +1,5 @@
---! Previous: sha1:9480f0f1c26de0d85aed49b1a22f6cff25f607d6
---! Hash: sha1:d8fe85eaee90b259962f17c16d7cbaa9c21be335
+--! Previous: sha1:547927876b4f15da8377ddce619d149f16a53fea
+--! Hash: sha1:c7225af73f7fae5965f6d9d512f9760e71bd9ace
 --! Message: effects-know-their-job
 
 -- A ledger row names the job whose ctx.effect recorded it (null: recorded by effects.record() outside a job, or

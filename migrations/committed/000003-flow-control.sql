@@ -1,5 +1,5 @@
---! Previous: sha1:d8fe85eaee90b259962f17c16d7cbaa9c21be335
---! Hash: sha1:c6e6a85d7883d723595fdf0652e3878131eb1542
+--! Previous: sha1:c7225af73f7fae5965f6d9d512f9760e71bd9ace
+--! Hash: sha1:d1ba00e14d0863938137f181051e2f3ba4493030
 --! Message: flow-control
 
 -- Flow control (docs/flow-control.md): a queue-wide concurrency and a sliding-window rate limit, stored per queue in

@@ -1,5 +1,5 @@
---! Previous: sha1:c6e6a85d7883d723595fdf0652e3878131eb1542
---! Hash: sha1:baa900ad01b7feb7d717bbde12375aff7b6d2072
+--! Previous: sha1:d1ba00e14d0863938137f181051e2f3ba4493030
+--! Hash: sha1:d992740153bc5a6a885723d2c605cea221d27bd8
 --! Message: wait-for-job
 
 -- queue.waitForJob(id) marks the job it waits for (jobs.waited); when a marked job reaches a terminal state, the

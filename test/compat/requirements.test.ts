@@ -15,7 +15,7 @@ const manifest = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as
   devDependencies: Record<string, string>
 }
 const requirements = /^Requirements: [\s\S]*?\n\n/m.exec(readme)?.[0].replace(/\s+/g, ' ') ?? ''
-/** "14, 16, 17 and 18" */
+/** "13, 14, 16, 17 and 18" */
 const spoken = (versions: string[]) => `${versions.slice(0, -1).join(', ')} and ${versions[versions.length - 1]}`
 
 describe("the README's requirements line", () => {

@@ -1,5 +1,5 @@
 --! Previous: sha1:d06942a5117fb0c46069f3471a0ca0947dce71c9
---! Hash: sha1:e704afc14ba435d4843ed4cd98f1faf47d5c8a1a
+--! Hash: sha1:32b96a315ca16d8e240cf5fccc6fb7f0cbcc195f
 --! Message: run-at
 
 -- An absolute due time (runAt) beside a delay (docs/workers.md#delayed-jobs-runat-and-promotejob).
@@ -95,7 +95,7 @@ begin
             when 'number' then to_timestamp((e->>'runAt')::float8 / 1000) else (e->>'runAt')::timestamptz end))
           order by o) dl,
         array_agg((e->>'priority')::integer order by o) p,
-        array_agg((e->>'attempts')::integer order by o) at, array_agg(e->'backoff' order by o) b,
+        array_agg((e->>'attempts')::integer order by o) as at, array_agg(e->'backoff' order by o) b,
         array_agg(case when e ? 'dependsOn' then translate((e->'dependsOn')::text, '[]"', '{}') end order by o) dep
       from jsonb_array_elements(items) with ordinality e(e, o)
     ) i, :PGONCE_SCHEMA._add_jobs($1, i.n, i.d, i.j, i.k, i.t, i.x, i.r, i.dl, i.p, i.at, i.b, i.dep, null) a

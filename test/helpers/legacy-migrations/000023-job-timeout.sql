@@ -1,5 +1,5 @@
---! Previous: sha1:e704afc14ba435d4843ed4cd98f1faf47d5c8a1a
---! Hash: sha1:3fa976c133f90dbc2ef60bc7e460926a48fc6645
+--! Previous: sha1:32b96a315ca16d8e240cf5fccc6fb7f0cbcc195f
+--! Hash: sha1:f62b04c9fca570dad0158f8cbc7fb46c4c797487
 --! Message: job-timeout
 
 -- A per-job timeout (timeoutMs; docs/workers.md#timeouts). A run's deadline is on the database clock: the claim sets
@@ -317,7 +317,7 @@ begin
             when 'number' then to_timestamp((e->>'runAt')::float8 / 1000) else (e->>'runAt')::timestamptz end))
           order by o) dl,
         array_agg((e->>'priority')::integer order by o) p,
-        array_agg((e->>'attempts')::integer order by o) at, array_agg(e->'backoff' order by o) b,
+        array_agg((e->>'attempts')::integer order by o) as at, array_agg(e->'backoff' order by o) b,
         array_agg(case when e ? 'dependsOn' then translate((e->'dependsOn')::text, '[]"', '{}') end order by o) dep,
         array_agg((e->>'timeoutMs')::integer order by o) tm
       from jsonb_array_elements(items) with ordinality e(e, o)
