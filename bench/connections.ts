@@ -1,4 +1,4 @@
-// How many PostgreSQL connections a process of many Workers uses (issue 48, docs/scaling.md): 50 Workers over 10
+// How many PostgreSQL connections a process of many Workers uses (docs/scaling.md): 50 Workers over 10
 // queues in one process (concurrency 4 each, every other option at its default), idle and at the peak of draining a
 // backlog, straight to PostgreSQL and through PgBouncer in transaction mode (LISTEN past it, as docs/operations.md
 // says), each with a LISTEN connection per Worker and with `listen: 'shared'`. Counted on the server (pg_stat_activity), on the test bed's own cluster (dev/netns/bed.ts; root only).

@@ -1,4 +1,4 @@
-// The dashboard at scale (issue 45): every GET route timed server side with 1,000,000 completed jobs, and what a GIN
+// The dashboard at scale: every GET route timed server side with 1,000,000 completed jobs, and what a GIN
 // index on jobs.data would cost the adds. Run once by hand (a few minutes, most of it the seeding):
 //   DATABASE_URL=postgres://… npx tsx bench/dashboard-scale.ts [--jobs 1000000] [--hot] [--gin-only | --no-gin]
 // --hot finishes every completed job within the last hour (the throughput view's worst case) instead of over 24 hours.

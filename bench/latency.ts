@@ -1,4 +1,4 @@
-// Throughput against latency (issue 48): drain and add rates for one and for three consumer hosts at 0, 1, 2 and 5 ms
+// Throughput against latency: drain and add rates for one and for three consumer hosts at 0, 1, 2 and 5 ms
 // RTT, pgonce beside graphile-worker and pg-boss, all in the same network namespaces of the test bed
 // (dev/netns/bed.ts), each host reaching PostgreSQL through its own latency proxy (dev/latency-proxy.ts). Root only.
 //
