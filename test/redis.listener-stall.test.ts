@@ -103,6 +103,27 @@ describe.skipIf(!ok)('a frozen cache listener', () => {
   }
 
   /**
+   * SIGSTOPs backend `pid` at a moment it holds no lock the rest of the server waits for. A SIGSTOP can land while the
+   * backend holds the notification queue's lock (reading a NOTIFY it was sent): then every commit that NOTIFYs, on the
+   * whole server, waits until SIGCONT, which this test would only send after those commits. A NOTIFY committed from
+   * another session tells: if it does not pass within a second, the backend is thawed and frozen again.
+   */
+  async function freeze(pid: number): Promise<void> {
+    for (let tries = 1; ; tries++) {
+      process.kill(pid, 'SIGSTOP')
+      const probe = sql.query(`select pg_notify('pgonce_freeze_probe', '')`)
+      const passed = await Promise.race([
+        probe.then(() => true),
+        new Promise<false>((r) => setTimeout(() => r(false), 1_000)),
+      ])
+      if (passed) return
+      process.kill(pid, 'SIGCONT')
+      await probe
+      if (tries === 5) throw new Error(`backend ${pid} held the NOTIFY lock at each of 5 freezes`)
+    }
+  }
+
+  /**
    * Adds `key` again and again until the answer is not the old owner (at most 2 s); the moments (ms after `since`)
    * at which the calls answered by the old owner started.
    */
@@ -170,7 +191,10 @@ describe.skipIf(!ok)('a frozen cache listener', () => {
       ])
       if (bySql.hit && byCall.hit && byPlain.hit) hits++
       const pid = await listenerPid()
-      process.kill(pid, 'SIGSTOP')
+      await freeze(pid)
+      // A thaw after 3 s whatever happens: a lock the frozen backend holds could otherwise keep this round's commits
+      // waiting for the SIGCONT sent after them. Thawed early, the round only checks a listener that is back.
+      const thaw = setTimeout(() => process.kill(pid, 'SIGCONT'), 3_000)
       try {
         await Promise.all([
           (async () => {
@@ -192,6 +216,7 @@ describe.skipIf(!ok)('a frozen cache listener', () => {
           })(),
         ])
       } finally {
+        clearTimeout(thaw)
         process.kill(pid, 'SIGCONT')
       }
       await untilAnsweredFromRedis(`probe:${round}`)
@@ -222,7 +247,7 @@ describe.skipIf(!ok)('a frozen cache listener', () => {
     }
     await untilAnsweredFromRedis('before-freeze')
     const frozen = await listenerPid()
-    process.kill(frozen, 'SIGSTOP')
+    await freeze(frozen)
     try {
       // A heartbeat committed and unheard for 2 s: the listener gives up that session and syncs a new one.
       const replacement = await newSession([frozen])
@@ -237,7 +262,7 @@ describe.skipIf(!ok)('a frozen cache listener', () => {
       })
       await other.add('push', { v: 'o' }, { deduplication: { id: 'other', ttl: TTL } })
       const others = await newSession([frozen, replacement])
-      process.kill(others, 'SIGSTOP')
+      await freeze(others)
       try {
         const started = performance.now()
         await other.close()

@@ -97,14 +97,33 @@ export async function fleet(hosts: number, label: string): Promise<Fleet> {
   }
 }
 
-/** Waits until no job of the fleet's schema is left unfinished. */
+/**
+ * Waits until no job of the fleet's schema is left unfinished. A job that failed for good ends the wait at once, and a
+ * timeout names what was left: the error says which jobs and why, not only that the wait ran out.
+ */
 export async function waitAllCompleted(f: Fleet, timeoutMs = 60_000): Promise<void> {
-  await waitFor(
-    async () =>
-      (await f.pool.query(`select 1 from "${f.schema}".jobs where state <> 'completed' limit 1`)).rowCount === 0,
-    timeoutMs,
-    'every job to complete',
-  )
+  const unfinished = async () =>
+    (
+      await f.pool.query<{ id: string; state: string; attempts: number; run_at: string; locked_by: string | null }>(
+        `select id::text, state, attempts, run_at::text, locked_by, last_error
+           from "${f.schema}".jobs where state <> 'completed' order by id limit 5`,
+      )
+    ).rows
+  try {
+    await waitFor(
+      async () => {
+        const left = await unfinished()
+        const failed = left.filter((j) => j.state === 'failed' || j.state === 'cancelled')
+        if (failed.length > 0) throw new Error(`jobs ended without completing: ${JSON.stringify(failed)}`)
+        return left.length === 0
+      },
+      timeoutMs,
+      'every job to complete',
+    )
+  } catch (err) {
+    const left = await unfinished().catch(() => [])
+    throw new Error(`${(err as Error).message}; unfinished (first 5): ${JSON.stringify(left)}`, { cause: err })
+  }
 }
 
 /**
