@@ -29,12 +29,14 @@ export async function pgbouncerBinary(): Promise<string | null> {
 /**
  * Starts pgbouncer (pool_mode = transaction, trust) in front of `target` (a postgres:// URL); `poolSize` server
  * connections per database. `ignored`: its ignore_startup_parameters (`options` carries pgonce's statementTimeoutMs).
+ * `listenAddr`: the address it listens on (the bed's gateway, for hosts in network namespaces).
  */
 export async function startPgbouncer(
   binary: string,
   target: string,
   poolSize: number,
   ignored = 'extra_float_digits,options',
+  listenAddr = '127.0.0.1',
 ): Promise<Bouncer> {
   const t = new URL(target)
   const database = decodeURIComponent(t.pathname.slice(1)) || 'postgres'
@@ -51,7 +53,7 @@ export async function startPgbouncer(
       '[databases]',
       `${database} = host=${t.hostname} port=${t.port || 5432} dbname=${database}`,
       '[pgbouncer]',
-      'listen_addr = 127.0.0.1',
+      `listen_addr = ${listenAddr}`,
       `listen_port = ${port}`,
       'unix_socket_dir =',
       'auth_type = trust',
@@ -72,12 +74,12 @@ export async function startPgbouncer(
   child.stdout?.on('data', (c: Buffer) => (log += c.toString()))
   child.stderr?.on('data', (c: Buffer) => (log += c.toString()))
   try {
-    await waitForPort(port, 10_000)
+    await waitForPort(port, 10_000, listenAddr)
   } catch (err) {
     child.kill('SIGKILL')
     throw new Error(`pgbouncer did not start: ${(err as Error).message}\n${log}`, { cause: err })
   }
-  const url = `postgres://${encodeURIComponent(user)}@127.0.0.1:${port}/${encodeURIComponent(database)}`
+  const url = `postgres://${encodeURIComponent(user)}@${listenAddr}:${port}/${encodeURIComponent(database)}`
   return {
     port,
     url,

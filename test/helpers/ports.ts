@@ -16,16 +16,16 @@ export function freePort(): Promise<number> {
   })
 }
 
-/** Whether something accepts TCP connections on `port` now. */
-function accepts(port: number): Promise<boolean> {
+/** Whether something accepts TCP connections on `port` of `host` now. */
+function accepts(port: number, host: string): Promise<boolean> {
   return new Promise<boolean>((r) => {
-    const s = connect(port, '127.0.0.1')
+    const s = connect(port, host)
     s.once('connect', () => (s.destroy(), r(true)))
     s.once('error', () => r(false))
   })
 }
 
 /** Resolves once something accepts TCP connections on `port`, or throws after `timeoutMs`. */
-export async function waitForPort(port: number, timeoutMs: number): Promise<void> {
-  await waitFor(() => accepts(port), timeoutMs, `something to listen on port ${port}`)
+export async function waitForPort(port: number, timeoutMs: number, host = '127.0.0.1'): Promise<void> {
+  await waitFor(() => accepts(port, host), timeoutMs, `something to listen on ${host}:${port}`)
 }

@@ -4,7 +4,7 @@
 //
 // Handlers: `{ hold: true }` on a first attempt waits for ctx.signal (the partition test), then tries its late writes;
 // otherwise the run records itself and its effect in one ctx.transaction / ctx.effect: `handled` (job, host, attempt)
-// and `fx` (one row per effect key). ADDS=n adds n jobs from this host (jobIds `<host>-<i>`; for at most
+// and `fx` (one row per effect key). LISTEN_URL (see below) puts the pools behind PgBouncer. ADDS=n adds n jobs from this host (jobIds `<host>-<i>`; for at most
 // ADD_SECONDS) before it reports acked.
 
 import pg from 'pg'
@@ -24,7 +24,16 @@ const schema = env('PGONCE_SCHEMA')
 const host = env('HOST')
 const queueName = env('QUEUE')
 const fenceMs = Number(env('STATEMENT_TIMEOUT_MS', '5000'))
-const connection = { connectionString: url, schema, connectTimeoutMs: fenceMs, statementTimeoutMs: fenceMs }
+// LISTEN_URL: the pool goes through PgBouncer in transaction mode (PGONCE_URL), the LISTEN straight to PostgreSQL, and
+// no named prepared statements (PgBouncer before 1.21 has none in transaction mode).
+const listenUrl = process.env.LISTEN_URL
+const connection = {
+  connectionString: url,
+  schema,
+  connectTimeoutMs: fenceMs,
+  statementTimeoutMs: fenceMs,
+  ...(listenUrl === undefined ? {} : { listenConnectionString: listenUrl, preparedStatements: false }),
+}
 
 const worker = new Worker<{ hold?: boolean }>(
   queueName,
