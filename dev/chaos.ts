@@ -58,6 +58,7 @@ const LEASE_MS = 1_500
 const LIMITED = { concurrency: 2, rateLimit: { max: 30, durationMs: 1_000 } }
 const NETNS = process.argv.includes('--netns')
 
+if (process.env.CHAOS_ROLE !== undefined) exitWithTheHarness()
 if (process.env.CHAOS_ROLE === 'worker') await runWorker()
 else if (process.env.CHAOS_ROLE === 'remover') await runRemover()
 else await runHarness()
@@ -160,6 +161,17 @@ async function runWorker(): Promise<void> {
   })
   await Promise.all([worker.run(), limited.run()])
   process.stdout.write('ready\n')
+}
+
+/**
+ * A child of the harness leaves when the harness is gone (killed, or `npm run chaos | head` ended by SIGPIPE): it is
+ * re-parented then, and would otherwise run on against a schema nobody checks or drops.
+ */
+function exitWithTheHarness(): void {
+  const harness = process.ppid
+  setInterval(() => {
+    if (process.ppid !== harness) process.exit(1)
+  }, 1_000).unref()
 }
 
 // ---------------------------------------------------------------------------------------------------------------
