@@ -73,9 +73,14 @@ describe.skipIf(!ok)('a frozen cache listener', () => {
     await untilCached(redis, db.pool, db.schema, QUEUE, key, async () =>
       expect((await add(key, 'dup')).id).toBe(owner.id),
     )
-    const hits = queue.cacheOutcomes.get('hit')
-    expect((await add(key, 'dup')).id).toBe(owner.id)
-    return { ownerId: owner.id, hit: queue.cacheOutcomes.get('hit') > hits }
+    // A loaded machine can let the listener's lease lapse for a moment: up to 20 duplicates for one answered by Redis.
+    for (let tries = 0; tries < 20; tries++) {
+      const hits = queue.cacheOutcomes.get('hit')
+      expect((await add(key, 'dup')).id).toBe(owner.id)
+      if (queue.cacheOutcomes.get('hit') > hits) return { ownerId: owner.id, hit: true }
+      await new Promise((r) => setTimeout(r, 25))
+    }
+    return { ownerId: owner.id, hit: false }
   }
 
   /** Waits until a duplicate of `key` is answered from Redis (after a freeze: the listener is heard again). */
