@@ -141,7 +141,9 @@ export class Leases<Data> {
     }
   }
 
+  /** Marks `h`'s lease lost (once) and aborts its `ctx.signal` with LeaseLostError. */
   private lose(h: HeldJob<Data>, why: string): void {
+    if (h.lost) return
     h.lost = true
     h.abort(new LeaseLostError(h.id))
     this.logger.warn({ jobId: h.id, phase: h.phase }, `pgonce: lease lost (${why})`)
