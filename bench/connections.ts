@@ -1,7 +1,7 @@
 // How many PostgreSQL connections a process of many Workers uses (docs/scaling.md): 50 Workers over 10
 // queues in one process (concurrency 4 each, every other option at its default), idle and at the peak of draining a
 // backlog, straight to PostgreSQL and through PgBouncer in transaction mode (LISTEN past it, as docs/operations.md
-// says), each with a LISTEN connection per Worker and with `listen: 'shared'`. Counted on the server (pg_stat_activity), on the test bed's own cluster (dev/netns/bed.ts; root only).
+// says), each with a LISTEN connection per Worker (`listen: 'own'`) and with the default `listen: 'shared'`. Counted on the server (pg_stat_activity), on the test bed's own cluster (dev/netns/bed.ts; root only).
 //
 //   tsx bench/connections.ts          CONNECTIONS_JOBS=5000
 
@@ -36,9 +36,9 @@ async function scenario(
   bedUrl: string,
   admin: pg.Pool,
   via: 'direct' | 'pgbouncer',
-  listen: true | 'shared',
+  listen: 'own' | 'shared',
 ): Promise<string> {
-  const schema = `conn_${via}_${listen === true ? 'own' : 'shared'}`
+  const schema = `conn_${via}_${listen}`
   await migrate({ connectionString: bedUrl, schema })
   const bouncer = via === 'pgbouncer' ? await startPgbouncer((await pgbouncerBinary())!, bedUrl, BOUNCER_POOL) : null
   const url = bouncer?.url ?? bedUrl
@@ -81,7 +81,7 @@ async function scenario(
   await bouncer?.stop()
   const line = (c: Count): string => `${c.listeners + c.others} (${c.listeners} LISTEN + ${c.others} pool)`
   const where = via === 'direct' ? 'straight to PostgreSQL' : `PgBouncer (transaction mode, pool ${BOUNCER_POOL})`
-  return `| ${where}, \`listen: ${listen === true ? 'true' : "'shared'"}\` | ${line(idle)} | ${line(peak)} |`
+  return `| ${where}, \`listen: '${listen}'\` | ${line(idle)} | ${line(peak)} |`
 }
 
 const bed = await Bed.create({ hosts: 0, settings: { max_connections: 600 } })
@@ -92,7 +92,7 @@ try {
     '| --- | --- | --- |',
   ]
   for (const via of ['direct', 'pgbouncer'] as const)
-    for (const listen of [true, 'shared'] as const) rows.push(await scenario(bed.url, admin, via, listen))
+    for (const listen of ['own', 'shared'] as const) rows.push(await scenario(bed.url, admin, via, listen))
   process.stdout.write(`${rows.join('\n')}\n`)
 } finally {
   await admin.end()

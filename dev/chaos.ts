@@ -391,7 +391,7 @@ async function runHarness(): Promise<void> {
         const { rows } = await pool
           .query<{ pid: number }>(
             `select pid from pg_stat_activity where datname = current_database() and (application_name = any($1)
-             or (application_name like 'pgonce-listener %' and substring(application_name from ':(\\d+):[0-9a-f]+$')::int = any($2))
+             or (application_name like 'pgonce-listener %' and substring(application_name from ':(\\d+):(?:[0-9a-f]+|shared)$')::int = any($2))
              or application_name like $3)`,
             [[workerApp, producerApp], pids, CHAOS_REDIS ? cacheListenerPattern(schema) : null],
           )

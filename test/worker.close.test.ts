@@ -5,6 +5,7 @@ import { Queue, Worker } from '../src/index.js'
 import { type TestSchema, freshSchema } from './helpers/schema.js'
 import { storedJob } from './helpers/jobs.js'
 import { waitFor } from './helpers/wait.js'
+import { sessionsNamed, sharedListenerName } from './helpers/listeners.js'
 
 let db: TestSchema
 
@@ -15,12 +16,9 @@ afterAll(async () => {
   await db.drop()
 })
 
+/** The LISTEN sessions of the worker's process (shared by its Workers: here, it alone). */
 async function backendsOf(worker: { id: string }): Promise<number> {
-  const { rows } = await db.pool.query<{ n: number }>(
-    `select count(*)::int as n from pg_stat_activity where application_name = $1`,
-    [`pgonce-listener ${worker.id}`],
-  )
-  return rows[0]!.n
+  return (await sessionsNamed(db, sharedListenerName(worker.id))).length
 }
 
 describe('Worker.close()', () => {

@@ -1,10 +1,13 @@
-// Heartbeats: a handler running several times longer than leaseMs keeps its lease, so housekeeping never rescues it and it runs once.
+// Heartbeats: a handler running several times longer than leaseMs keeps its lease, so housekeeping never rescues it and
+// it runs once. A worker cut off from the database (a proxy gone silent) aborts ctx.signal when its lease runs out by
+// its own clock, before the rescue starts the job on another worker.
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { Queue, Worker } from '../src/index.js'
+import { LeaseLostError, Queue, Worker } from '../src/index.js'
 import { type TestSchema, freshSchema } from './helpers/schema.js'
 import { storedJob, waitForState } from './helpers/jobs.js'
 import { waitFor } from './helpers/wait.js'
+import { stallingProxy } from './helpers/silent-server.js'
 
 let db: TestSchema
 
@@ -56,6 +59,77 @@ describe('heartbeats', () => {
     } finally {
       await worker.close()
       await rescuer.close()
+      await queue.close()
+    }
+  })
+
+  it("cut off: ctx.signal aborts with LeaseLostError at the lease's end by the worker's clock, before the rescue starts the job elsewhere", async () => {
+    const queue = new Queue('cut-off', { connectionString: db.url, schema: db.schema, migrate: false })
+    const LEASE_MS = 1_500
+    const proxy = await stallingProxy(db.url)
+    const via = new URL(db.url)
+    via.host = `127.0.0.1:${proxy.port}`
+    let stalledAt: number
+    let abortedAt: number | null = null
+    let reason: unknown
+    let secondAt: number | null = null
+    const common = { schema: db.schema, leaseMs: LEASE_MS, heartbeatMs: 300, migrate: false }
+    // Through the proxy: a worker whose network goes silent both ways when the proxy stalls.
+    const cut = new Worker(
+      'cut-off',
+      async (_j, ctx) => {
+        await new Promise<void>((resolve) =>
+          ctx.signal.addEventListener('abort', () => {
+            abortedAt = performance.now()
+            reason = ctx.signal.reason
+            resolve()
+          }),
+        )
+        throw ctx.signal.reason
+      },
+      {
+        ...common,
+        connectionString: via.toString(),
+        maintenanceIntervalMs: 0,
+        statementTimeoutMs: 2_000,
+        connectTimeoutMs: 1_000,
+        closeTimeoutMs: 100,
+      },
+    )
+    cut.on('error', () => {})
+    let rescuer: Worker | undefined
+    try {
+      await cut.run()
+      const job = await queue.add('long', {}, { attempts: 3 })
+      const first = await waitForState(db, job.id, 'active')
+      expect(first.locked_by).toBe(cut.id)
+      await waitFor(
+        async () => (await storedJob(db, job.id)).locked_until!.getTime() > first.locked_until!.getTime(),
+        5_000,
+        'a heartbeat to extend the lease',
+      )
+      // Direct, rescuing expired leases every 50 ms and claiming every 50 ms: it starts the job as soon as it may.
+      rescuer = new Worker(
+        'cut-off',
+        async () => {
+          secondAt = performance.now()
+          return 'second'
+        },
+        { ...common, connectionString: db.url, maintenanceIntervalMs: 50, pollIntervalMs: 50 },
+      )
+      proxy.stall()
+      stalledAt = performance.now()
+      const done = await waitForState(db, job.id, 'completed', LEASE_MS + 20_000)
+      expect(done).toMatchObject({ attempts: 2, result: 'second', locked_by: rescuer.id })
+      expect(abortedAt).not.toBeNull()
+      expect(reason).toBeInstanceOf(LeaseLostError)
+      // Aborted before the other worker's run started, and no later than its lease (plus a margin) after the cut.
+      expect(abortedAt!).toBeLessThan(secondAt!)
+      expect(abortedAt! - stalledAt).toBeLessThan(LEASE_MS + 5_000)
+    } finally {
+      await rescuer?.close()
+      await cut.close()
+      await proxy.close()
       await queue.close()
     }
   })

@@ -1,5 +1,6 @@
-// Wake-ups: a job added to an idle queue starts on NOTIFY, long before the poll; a killed LISTEN connection is reported on
-// 'error' and replaced, and the next job still starts promptly.
+// Wake-ups: a job added to an idle queue starts on NOTIFY, long before the poll; a killed LISTEN connection (the
+// process's shared one, found by its application_name) is reported on 'error' by every Worker on it and replaced, and
+// the next job still starts promptly.
 
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -7,6 +8,7 @@ import { type Logger, Queue, Worker } from '../src/index.js'
 import { type TestSchema, freshSchema } from './helpers/schema.js'
 import { waitFor } from './helpers/wait.js'
 import { waitForIdleSlot } from './helpers/idle-slots.js'
+import { sessionsNamed, sharedListenerName } from './helpers/listeners.js'
 
 let db: TestSchema
 
@@ -17,13 +19,10 @@ afterAll(async () => {
   await db.drop()
 })
 
-/** The pid of the worker's LISTEN backend, as the server sees it. */
+/** The pid of the worker's LISTEN backend (its process's shared one), as the server sees it. */
 async function listenerBackend(worker: { id: string }): Promise<number | undefined> {
-  const { rows } = await db.pool.query<{ pid: number }>(
-    `select pid from pg_stat_activity where application_name = $1`,
-    [`pgonce-listener ${worker.id}`],
-  )
-  return rows.length === 1 ? rows[0]!.pid : undefined
+  const pids = await sessionsNamed(db, sharedListenerName(worker.id))
+  return pids.length === 1 ? pids[0] : undefined
 }
 
 describe('Worker wake-ups', () => {
@@ -134,7 +133,7 @@ describe('Worker wake-ups', () => {
     }
   })
 
-  it("a killed LISTEN connection is reported on 'error' once per outage, at error level without a listener, and replaced", async () => {
+  it('a killed shared LISTEN connection is reported once per outage by each Worker on it, at error level without a listener, and replaced for both', async () => {
     const logged: string[] = []
     const logger: Logger = {
       debug: () => {},
@@ -160,20 +159,19 @@ describe('Worker wake-ups', () => {
     worker.on('error', (err) => errors.push(err))
     try {
       await Promise.all([worker.run(), quiet.run()])
-      for (const w of [worker, quiet]) {
-        const oldPid = await waitFor(() => listenerBackend(w), 5_000, 'the LISTEN backend')
-        // Found by its application_name, as an operator would: pgonce-listener <worker id>.
-        const { rows } = await db.pool.query<{ ok: boolean }>('select pg_terminate_backend($1) as ok', [oldPid])
-        expect(rows[0]!.ok).toBe(true)
-        await waitFor(
-          async () => {
-            const pid = await listenerBackend(w)
-            return pid !== undefined && pid !== oldPid && w.listenerPid === pid
-          },
-          10_000,
-          'a new LISTEN backend',
-        )
-      }
+      // Found by its application_name, as an operator would: pgonce-listener <host>:<pid>:shared.
+      const oldPid = await waitFor(() => listenerBackend(worker), 5_000, 'the LISTEN backend')
+      await waitFor(() => worker.listenerPid === oldPid && quiet.listenerPid === oldPid, 5_000, 'both on it')
+      const { rows } = await db.pool.query<{ ok: boolean }>('select pg_terminate_backend($1) as ok', [oldPid])
+      expect(rows[0]!.ok).toBe(true)
+      await waitFor(
+        async () => {
+          const pid = await listenerBackend(worker)
+          return pid !== undefined && pid !== oldPid && worker.listenerPid === pid && quiet.listenerPid === pid
+        },
+        10_000,
+        'a new LISTEN backend for both Workers',
+      )
       expect(errors.map((e) => e.message)).toEqual([
         expect.stringMatching(/LISTEN connection was lost \(terminating connection/),
       ])

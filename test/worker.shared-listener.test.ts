@@ -1,7 +1,7 @@
-// `listen: 'shared'`: the Workers of one process share one LISTEN connection however many there are and whichever
-// queues they run: 50 Workers over 10 queues hold one LISTEN session, each queue's jobs still start on NOTIFY (long
-// before the poll), a terminated shared session is replaced for all of them, and it ends with the last Worker. A Worker
-// without the option keeps a connection of its own.
+// `listen: 'shared'`, the default: the Workers of one process share one LISTEN connection however many there are and
+// whichever queues they run: 50 Workers over 10 queues hold one LISTEN session, each queue's jobs still start on NOTIFY
+// (long before the poll), a terminated shared session is replaced for all of them, and it ends with the last Worker. A
+// Worker with `listen: 'own'` keeps a connection of its own, named for it.
 
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -9,6 +9,7 @@ import { Queue, Worker } from '../src/index.js'
 import { type TestSchema, freshSchema } from './helpers/schema.js'
 import { waitFor } from './helpers/wait.js'
 import { waitForIdleSlot } from './helpers/idle-slots.js'
+import { sessionsNamed, sharedListenerName } from './helpers/listeners.js'
 
 const QUEUES = 10
 const PER_QUEUE = 5
@@ -28,19 +29,35 @@ afterAll(async () => {
 })
 
 /** The pids of this process's shared LISTEN sessions, as the server sees them. */
-async function sharedSessions(): Promise<number[]> {
-  const { rows } = await db.pool.query<{ pid: number }>(
-    `select pid from pg_stat_activity where application_name = $1`,
-    [`pgonce-listener ${(await import('node:os')).hostname().slice(0, 24)}:${process.pid}:shared`],
-  )
-  return rows.map((r) => r.pid)
+function sharedSessions(worker: Worker): Promise<number[]> {
+  return sessionsNamed(db, sharedListenerName(worker.id))
 }
 
-describe("listen: 'shared'", () => {
+describe("listen: 'shared' (the default)", () => {
   it('refuses any other string, naming options.listen, before any I/O', () => {
     expect(() => new Worker('x', async () => {}, { connectionString: db.url, listen: 'yes' as never })).toThrow(
       /options\.listen/,
     )
+  })
+
+  it('Workers from connection strings with different concurrency (pools of different sizes) share it', async () => {
+    const options = { connectionString: db.url, schema: db.schema, maintenanceIntervalMs: 0, migrate: false }
+    const small = new Worker('sizes', async () => {}, { ...options, concurrency: 1 })
+    const large = new Worker('sizes-large', async () => {}, { ...options, concurrency: 12 })
+    try {
+      await Promise.all([small.run(), large.run()])
+      const [pid] = await waitFor(
+        async () => {
+          const pids = await sharedSessions(small)
+          return pids.length === 1 && small.listenerPid === pids[0] ? pids : undefined
+        },
+        10_000,
+        'one shared session',
+      )
+      expect(large.listenerPid).toBe(pid)
+    } finally {
+      await Promise.all([small.close(), large.close()])
+    }
   })
 
   it('50 Workers over 10 queues: one LISTEN session, wake-ups on NOTIFY for every queue, replaced once for all', async () => {
@@ -48,7 +65,6 @@ describe("listen: 'shared'", () => {
     const options = {
       pool,
       schema: db.schema,
-      listen: 'shared' as const,
       concurrency: 1,
       pollIntervalMs: 60_000,
       maintenanceIntervalMs: 0,
@@ -57,24 +73,31 @@ describe("listen: 'shared'", () => {
     const workers: Worker[] = []
     for (let q = 0; q < QUEUES; q++)
       for (let w = 0; w < PER_QUEUE; w++)
-        workers.push(new Worker(`shared${q}`, async (job) => void started.set(job.id, Date.now()), options))
+        workers.push(
+          new Worker(`shared${q}`, async (job) => void started.set(job.id, Date.now()), {
+            ...options,
+            // The default, and both ways of saying it.
+            ...(w === 1 ? { listen: 'shared' as const } : w === 2 ? { listen: true } : {}),
+          }),
+        )
     const errors: Error[] = []
     for (const w of workers) w.on('error', (err) => errors.push(err))
     const queues = Array.from(
       { length: QUEUES },
       (_, q) => new Queue(`shared${q}`, { pool, schema: db.schema, migrate: false }),
     )
-    const own = new Worker('own', async () => {}, { ...options, listen: true })
+    const own = new Worker('own', async () => {}, { ...options, listen: 'own' })
     try {
       await Promise.all([...workers, own].map((w) => w.run()))
       const [pid] = await waitFor(
-        async () => ((await sharedSessions()).length === 1 ? sharedSessions() : undefined),
+        async () => ((await sharedSessions(workers[0]!)).length === 1 ? sharedSessions(workers[0]!) : undefined),
         10_000,
         'one shared session',
       )
       expect(new Set(workers.map((w) => w.listenerPid))).toEqual(new Set([pid]))
       expect(own.listenerPid).not.toBe(pid)
       expect(own.listenerPid).not.toBeNull()
+      expect(await sessionsNamed(db, `pgonce-listener ${own.id}`)).toEqual([own.listenerPid])
 
       // Each queue asleep behind the shared session's idle slot: only a NOTIFY wakes it within the test's time.
       const wakeAll = async (): Promise<void> => {
@@ -89,7 +112,7 @@ describe("listen: 'shared'", () => {
       await db.pool.query('select pg_terminate_backend($1)', [pid])
       const newPid = await waitFor(
         async () => {
-          const pids = await sharedSessions()
+          const pids = await sharedSessions(workers[0]!)
           return pids.length === 1 && pids[0] !== pid && workers.every((w) => w.listenerPid === pids[0])
             ? pids[0]
             : undefined
@@ -102,9 +125,9 @@ describe("listen: 'shared'", () => {
 
       // It stays while a Worker uses it, and ends with the last one.
       await Promise.all(workers.slice(1).map((w) => w.close()))
-      expect(await sharedSessions()).toEqual([newPid])
+      expect(await sharedSessions(workers[0]!)).toEqual([newPid])
       await workers[0]!.close()
-      await waitFor(async () => (await sharedSessions()).length === 0, 10_000, 'the shared session to end')
+      await waitFor(async () => (await sharedSessions(workers[0]!)).length === 0, 10_000, 'the shared session to end')
       expect(errors.filter((e) => !/LISTEN connection was lost/.test(e.message))).toEqual([])
     } finally {
       await Promise.all([...workers, own].map((w) => w.close()))

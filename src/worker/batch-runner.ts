@@ -142,6 +142,7 @@ export class BatchRunner<Data, Result> implements JobRunner<Data, Result> {
     this.running.add(run)
     const telemetry = hs.map((h) => {
       h.phase = 'running'
+      this.leases.watch(h)
       const { queue, name, run_at_ms: runAtMs, trace_context: traceContext } = h.row
       return new RunTelemetry(queue, { id: h.id, name, attempts: h.job.attempts, runAtMs, traceContext })
     })

@@ -90,6 +90,8 @@ export class HeldJob<Data> implements JobContext {
   retryLaterMs: number | null = null
   /** Set when `close()` gave up waiting and aborted the handler. */
   abandoned = false
+  /** Set when its handler started: from then on its lease is watched by this process's clock (leases.ts). */
+  watched = false
   /** Set when a heartbeat learned that `queue.cancelJob` asked this job to stop. */
   cancelRequested = false
   /** Set when the run reached its timeout: the attempt is failed with it, and what the handler does after is ignored. */

@@ -11,11 +11,17 @@ import type { JobStore } from './job-store.js'
  * was sent: by this process's monotonic clock it lasts at least until `leaseFrom + leaseMs` (HeldJob.leaseFrom). That
  * clock runs on while the process is stopped (SIGSTOP, a long garbage collection, a paused VM), so a worker resumed
  * past its lease sees it. Before a handler starts, a job whose lease is more than half spent is renewed first, fenced
- * by its token, and dropped (never run) if another worker may have taken it over (renewBeforeStart).
+ * by its token, and dropped (never run) if another worker may have taken it over (renewBeforeStart). While a handler
+ * runs, its lease is lost at `leaseFrom + leaseMs` unless a heartbeat acknowledged since moved it on: a worker cut off
+ * from the database (or whose heartbeats go unanswered) aborts the handler's `ctx.signal` then, before the rescue can
+ * hand the job to another worker (expire()), not when a heartbeat gets through after the heal.
  */
 export class Leases<Data> {
   private timer: NodeJS.Timeout | undefined
   private beating = false
+  /** The timer at the earliest end of a running handler's lease (expire()), and that end. */
+  private expiry: NodeJS.Timeout | undefined
+  private expiryAt = Infinity
 
   constructor(
     private readonly store: JobStore,
@@ -33,6 +39,45 @@ export class Leases<Data> {
   stop(): void {
     clearInterval(this.timer)
     this.timer = undefined
+    clearTimeout(this.expiry)
+    this.expiry = undefined
+    this.expiryAt = Infinity
+  }
+
+  /** `h`'s handler starts: from now on its lease is watched by this process's clock (expire()). */
+  watch(h: HeldJob<Data>): void {
+    h.watched = true
+    this.expireAt(h.leaseFrom + this.leaseMs)
+  }
+
+  /** Arms the expiry timer at `at` unless it fires earlier already. */
+  private expireAt(at: number): void {
+    if (at >= this.expiryAt) return
+    clearTimeout(this.expiry)
+    this.expiryAt = at
+    this.expiry = setTimeout(() => this.expire(), Math.max(0, at - performance.now()))
+    this.expiry.unref()
+  }
+
+  /**
+   * The leases of running handlers that ran out by this process's clock are lost: the database may hand their jobs to
+   * another worker from now on. Their `ctx.signal` aborts with LeaseLostError, and nothing more is written for them.
+   * Not when the run's outcome is decided already (settling, a ctx.transaction committing the completion, close()
+   * gave up on it). Then the timer waits for the next end.
+   */
+  private expire(): void {
+    this.expiry = undefined
+    this.expiryAt = Infinity
+    const now = performance.now()
+    let next = Infinity
+    for (const h of this.held.values()) {
+      if (!h.watched || h.lost || h.phase !== 'running' || h.completion !== null || h.abandoned) continue
+      const end = h.leaseFrom + this.leaseMs
+      // A timer may fire up to 1 ms before its time (libuv counts whole milliseconds): within 1 ms, it is the end.
+      if (end - now < 1) this.lose(h, "its lease ran out by this process's clock, no heartbeat acknowledged in time")
+      else next = Math.min(next, end)
+    }
+    if (next < Infinity) this.expireAt(next)
   }
 
   /** Extends the lease of every held job (waiting for a slot or running) whose outcome is not being written. */
@@ -87,20 +132,20 @@ export class Leases<Data> {
   private learned(h: HeldJob<Data>, cancelRequested: boolean | undefined, sentAt: number): void {
     // Settled, settling (its own statement decides) or completed by ctx.transaction meanwhile: not lost.
     if (!this.held.has(h.token) || h.phase === 'settling' || h.completion !== null) return
-    if (cancelRequested === undefined) {
-      h.lost = true
-      h.abort(new LeaseLostError(h.id))
-      this.logger.warn(
-        { jobId: h.id, phase: h.phase },
-        'pgonce: lease lost (taken over after it expired, or changed by hand)',
-      )
-      return
-    }
+    if (cancelRequested === undefined) return this.lose(h, 'taken over after it expired, or changed by hand')
     h.leaseFrom = Math.max(h.leaseFrom, sentAt)
     if (cancelRequested && !h.cancelRequested) {
       h.cancelRequested = true
       h.abort(new JobCancelledError(h.id))
       this.logger.info({ jobId: h.id }, 'pgonce: job cancelled while running; its handler is aborted')
     }
+  }
+
+  /** Marks `h`'s lease lost (once) and aborts its `ctx.signal` with LeaseLostError. */
+  private lose(h: HeldJob<Data>, why: string): void {
+    if (h.lost) return
+    h.lost = true
+    h.abort(new LeaseLostError(h.id))
+    this.logger.warn({ jobId: h.id, phase: h.phase }, `pgonce: lease lost (${why})`)
   }
 }

@@ -53,11 +53,11 @@ export interface WorkerOptions extends ConnectionOptions {
    */
   preparedStatements?: boolean
   /**
-   * Wake up by LISTEN/NOTIFY, on a connection of this Worker's own. `'shared'`: on one LISTEN connection for every Worker
-   * of the process that says so and reaches the same server and schema (docs/scaling.md, "Connections"). false: poll
-   * only (every `pollIntervalMs`). (Default: true)
+   * Wake up by LISTEN/NOTIFY. `'shared'` (or true): on one LISTEN connection for every Worker of the process that
+   * shares and reaches the same server and schema, whatever their queues (docs/scaling.md, "Connections"). `'own'`: on
+   * a LISTEN connection of this Worker's own. false: poll only (every `pollIntervalMs`). (Default: `'shared'`)
    */
-  listen?: boolean | 'shared'
+  listen?: boolean | 'shared' | 'own'
   /**
    * Where the LISTEN connection goes, when it must not go where the pool does: behind a transaction-mode PgBouncer,
    * point it at PostgreSQL itself (LISTEN and the idle slot are session state). (Default: the pool's connection)
@@ -90,8 +90,11 @@ export type ResolvedWorkerOptions = Required<
     | 'redis'
     | 'timeoutMs'
     | 'batch'
+    | 'listen'
   >
 > & {
+  /** How the Worker listens: on the process's shared LISTEN connection, on its own, or not at all (polls). */
+  listen: 'shared' | 'own' | false
   timeoutMs: number | null
   listenConnectionString: string | null
   logger: Logger
@@ -161,8 +164,7 @@ export function resolveWorkerOptions(options: unknown): {
     poolSize: int('poolSize', Math.min(concurrency, 20) + 3, 2, 1_000),
     preparedStatements:
       o.preparedStatements === undefined ? true : checkBoolean(o.preparedStatements, 'options.preparedStatements'),
-    listen:
-      o.listen === undefined || o.listen === 'shared' ? (o.listen ?? true) : checkBoolean(o.listen, 'options.listen'),
+    listen: checkListen(o.listen),
     listenConnectionString:
       o.listenConnectionString === undefined
         ? null
@@ -174,4 +176,11 @@ export function resolveWorkerOptions(options: unknown): {
   }
   const { connectionString, pool, connectTimeoutMs, statementTimeoutMs } = o
   return { resolved, connection: { connectionString, pool, connectTimeoutMs, statementTimeoutMs } }
+}
+
+/** `options.listen`: 'shared' (also true, and the default), 'own', or false. */
+function checkListen(value: unknown): 'shared' | 'own' | false {
+  if (value === undefined || value === true || value === 'shared') return 'shared'
+  if (value === 'own' || value === false) return value
+  return fail('INVALID_TYPE', 'options.listen', `must be true, false, 'shared' or 'own', got ${typeof value}`)
 }

@@ -179,6 +179,7 @@ export class Runner<Data, Result> {
       this.fill()
       this.held.notifyFreed()
     })
+    this.leases.watch(h)
     try {
       result = await run.within(() => this.handler(h.job, h))
     } catch (thrown) {

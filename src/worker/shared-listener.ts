@@ -1,5 +1,6 @@
-// One LISTEN connection for all the Workers of a process with `listen: 'shared'` that reach the same server and schema:
-// every NOTIFY goes to each of them, and the connection holds one idle slot per queue while a Worker of that queue sleeps.
+// One LISTEN connection for all the Workers of a process with `listen: 'shared'` (the default) that reach the same server
+// and schema: every NOTIFY goes to each of them, and the connection holds one idle slot per queue while a Worker of that
+// queue sleeps.
 
 import { hostname } from 'node:os'
 import type pg from 'pg'
@@ -88,14 +89,26 @@ class SharedConnection {
   }
 }
 
+/** Settings of a pool, not of its connections (pg-pool's): Workers whose pools differ only in these share. */
+const POOL_ONLY = new Set([
+  'max',
+  'min',
+  'poolSize',
+  'maxUses',
+  'maxLifetimeSeconds',
+  'allowExitOnIdle',
+  'idleTimeoutMillis',
+])
+
 /**
- * The key a connection is shared under: the schema and the connection's settings less its name. A password given as a
- * function cannot be compared: such a Worker gets a connection of its own.
+ * The key a connection is shared under: the schema and the connection's settings less its name and its pool's own
+ * settings (a Worker's `poolSize` follows its concurrency). A password given as a function cannot be compared: such a
+ * Worker gets a connection of its own.
  */
 function keyOf(config: pg.ClientConfig, schema: string): string {
   if (typeof config.password === 'function') return `own:${Math.random()}`
   const { application_name: _name, ...rest } = config
-  return `${schema}\0${JSON.stringify(rest, (_k, v: unknown) => (typeof v === 'function' ? undefined : v))}`
+  return `${schema}\0${JSON.stringify(rest, (k, v: unknown) => (typeof v === 'function' || POOL_ONLY.has(k) ? undefined : v))}`
 }
 
 /**
@@ -160,7 +173,7 @@ export function sharedListenerCount(): number {
   return connections.size
 }
 
-/** A Worker's LISTEN connection: shared by the process's Workers (`listen: 'shared'`), or its own. */
+/** A Worker's LISTEN connection: shared by the process's Workers (`listen: 'shared'`, the default), or its own (`'own'`). */
 export function openListener(
   shared: boolean,
   config: pg.ClientConfig,

@@ -73,7 +73,10 @@ export class Worker<Data = unknown, Result = unknown>
 {
   readonly queue: string
   readonly schema: string
-  /** This worker's name in `jobs.locked_by` and in the LISTEN connection's application_name. */
+  /**
+   * This worker's name in `jobs.locked_by`, and in its LISTEN connection's application_name with `listen: 'own'` (the
+   * shared one is `pgonce-listener <host>:<pid>:shared`).
+   */
   readonly id: string
   /** How the Redis pre-checks of ctx.runOnce and ctx.effect went, for metrics; empty without `redis`. */
   readonly cacheOutcomes: Counters<CacheOutcome>
@@ -181,7 +184,7 @@ export class Worker<Data = unknown, Result = unknown>
     if (opts.autorun) this.run().catch(() => {})
   }
 
-  /** Backend pid of the LISTEN connection, null while it is down. */
+  /** Backend pid of the LISTEN connection (the process's shared one, or its own), null while it is down. */
   get listenerPid(): number | null {
     return this.#notifier.pid
   }

@@ -14,6 +14,7 @@ import { type Child, exited, notSurviving, spawnFixture } from '../helpers/proce
 import { type Cluster, clusterUnavailable, createCluster } from '../helpers/clusters.js'
 import { terminate } from '../helpers/clients.js'
 import { waitFor } from '../helpers/wait.js'
+import { sharedListenerName } from '../helpers/listeners.js'
 
 const TABLES = (s: string) => `
   create table ${s}.runs (job_id bigint not null, attempt int not null, pid int not null, at timestamptz not null default clock_timestamp());
@@ -143,14 +144,15 @@ describe('backends terminated under a worker process', () => {
 
   // Defect found by this suite (fixed in src/worker/notifier.ts): pg lets a connection string's parameters override the
   // client config, so an application_name in the worker's connectionString replaced the listener's own name.
-  it("the LISTEN backend is named 'pgonce-listener <worker id>' even when the connection string sets application_name", async () => {
+  it("the LISTEN backend is named 'pgonce-listener <host>:<pid>:shared' even when the connection string sets application_name", async () => {
     const pid = listenerPid(worker)!
     const { rows } = await db.pool.query<{ application_name: string }>(
       'select application_name from pg_stat_activity where pid = $1',
       [pid],
     )
     const id = worker.messages().find((m) => m.ready)?.workerId
-    expect(rows[0]?.application_name).toBe(`pgonce-listener ${String(id)}`)
+    expect(rows[0]?.application_name).toBe(sharedListenerName(String(id)))
+    expect(rows[0]?.application_name).toMatch(/^pgonce-listener .+:\d+:shared$/)
   })
 
   it('the LISTEN connection killed: a new listener backend, and the next job starts on NOTIFY', async () => {
