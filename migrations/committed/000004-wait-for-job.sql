@@ -1,5 +1,5 @@
---! Previous: sha1:d1ba00e14d0863938137f181051e2f3ba4493030
---! Hash: sha1:d992740153bc5a6a885723d2c605cea221d27bd8
+--! Previous: sha1:1957c4792c27c56c6b22b1e07c665ac55b2a7aa7
+--! Hash: sha1:e6a30a6c260f290b74d0eb241b728dd9b9fb5672
 --! Message: wait-for-job
 
 -- queue.waitForJob(id) marks the job it waits for (jobs.waited); when a marked job reaches a terminal state, the
