@@ -46,7 +46,9 @@ export function describeLimits(queue: string, l: QueueLimits): string {
 }
 
 export function registerLimits(program: Command): void {
-  const limits = program.command('limits').description("show or set a queue's limits (concurrency, rate limit)")
+  const limits = program
+    .command('limits')
+    .description("show or set a queue's limits (concurrency, rate limit, per group)")
   limits
     .command('get')
     .description("a queue's limits and the concurrency slots in use")

@@ -99,7 +99,7 @@ function render(stats: QueueStats[]): string {
       l?.group?.concurrency ?? '-',
       rateText(l?.group?.rateLimit),
     ]),
-    [1, 2],
+    [1, 2, 4],
   )
   return `${counts}\nlimits:\n${limits}`
 }
