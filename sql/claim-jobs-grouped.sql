@@ -4,21 +4,22 @@
 -- Which jobs: the groups with queued jobs (one descent of jobs_group_due each), each group's next jobs in the queue's
 -- order as many as its room by this statement's snapshot (free slot numbers, unused rate rows) allows, and the jobs
 -- without a group among the first 1,000 due jobs of the queue; then round robin: every group's first job, then every
--- group's second, ..., within a round the groups least recently served (limit_groups.served_at) first, the jobs
--- without a group counted as one group served longest ago; at most as many as the queue-wide reservations allow.
+-- group's second, ..., within a round the groups served longest ago first (the last time one of their slots was
+-- taken, limit_slots.taken_at; with a group rate limit only, the last use of one of their rate rows), the jobs without
+-- a group counted as one group served longest ago; at most as many as the queue-wide reservations allow.
 -- Those are locked FOR UPDATE SKIP LOCKED (a job another claim took meanwhile is skipped). A job of a group starts only
 -- if this statement takes, in its own writes, its group's reservations: a rate row (limit_rate_slots, upserted only if
--- last used at least durationMs ago, re-checked on the newest version) and then a slot (a limit_slots row inserted
--- with the job's id and token; the primary key admits one run per slot number, a number taken meanwhile conflicts
--- and the job is not started). The snapshot only proposes: what is taken is decided by the writes, so a group's limit
--- holds whatever concurrent claims do. Rows are written in (group, slot) order, the same in every claim, so that two
--- claims waiting on each other's uncommitted rows never deadlock. The served groups' served_at becomes now().
--- The fetch cursor ($6-$8) is not used: a grouped claim starts from each group's head.
+-- missing or last used at least durationMs ago on its newest version) and then a slot (limit_slots, upserted with the
+-- job's id and token only if missing or free on its newest version; the primary key admits one row per slot number
+-- 1..group.concurrency). The snapshot only proposes: what is taken is decided by the writes, so a group's limit holds
+-- whatever concurrent claims do. Rows are written in (group, slot) order, the same in every claim, so that two claims
+-- waiting on each other's uncommitted rows never deadlock.
+-- The fetch cursor ($6-$8) is used for the jobs without a group only: the groups' jobs are taken from each group's
+-- head (jobs_group_due).
 with recursive settings as materialized (
   select s.concurrency, s.rate_max, s.rate_duration_ms, s.group_concurrency, s.group_rate_max,
     make_interval(secs => s.group_rate_duration_ms / 1000.0) as group_window,
-    s.paused or coalesce(s.rate_paused_until > now(), false) as held,
-    ($6::integer, $7::bigint, $8::bigint) is null as no_cursor
+    s.paused or coalesce(s.rate_paused_until > now(), false) as held
   from (select 1) one left join :PGONCE_SCHEMA.queue_settings s on s.queue = $1
 ), slots as materialized (
   select l.slot from :PGONCE_SCHEMA.limit_slots l
@@ -40,51 +41,87 @@ with recursive settings as materialized (
       case when s.concurrency is null then $2::bigint else (select count(*) from slots) end,
       case when s.rate_max is null then $2::bigint else (select count(*) from rates) end) end as n
   from settings s
-), groups(group_id) as (
-  -- The groups with queued jobs: a loose scan of jobs_group_due, one descent per group.
-  (select j.group_id from :PGONCE_SCHEMA.jobs j
+), groups(group_id, ctid, priority, run_at, id) as (
+  -- The groups with queued jobs and each one's first queued job in the queue's order (its head): a loose scan of
+  -- jobs_group_due, one descent per group.
+  (select j.group_id, j.ctid, j.priority, j.run_at, j.id from :PGONCE_SCHEMA.jobs j
    where j.queue = $1 and j.group_id is not null and :PGONCE_SCHEMA._is_queued(j.state)
      and (select n from room) > 0
-   order by j.group_id limit 1)
+   order by j.group_id, j.priority, j.run_at, j.id limit 1)
   union all
-  select (select j.group_id from :PGONCE_SCHEMA.jobs j
-          where j.queue = $1 and j.group_id is not null and j.group_id > g.group_id
-            and :PGONCE_SCHEMA._is_queued(j.state)
-          order by j.group_id limit 1)
-  from groups g where g.group_id is not null
+  select h.* from groups g cross join lateral (
+    select j.group_id, j.ctid, j.priority, j.run_at, j.id from :PGONCE_SCHEMA.jobs j
+    where j.queue = $1 and j.group_id is not null and j.group_id > g.group_id and :PGONCE_SCHEMA._is_queued(j.state)
+    order by j.group_id, j.priority, j.run_at, j.id limit 1) h
+), paused as materialized (
+  -- The groups a handler's ctx.rateLimit holds now.
+  select p.group_id from :PGONCE_SCHEMA.limit_groups p where p.queue = $1 and p.paused_until > now()
+), seen as materialized (
+  -- Each group's slots held by this snapshot (their numbers), and when it was last served: its slot taken last (with a
+  -- group rate limit only, its rate row used last); not a held group. One read of the group's slot rows.
+  select g.*, coalesce(s.served_at, '-infinity') as served_at, s.held
+  from groups g cross join settings st left join lateral (
+    select max(l.taken_at) as served_at,
+      coalesce(array_agg(l.slot) filter (where l.job_id is not null and l.slot <= st.group_concurrency), '{}') as held
+    from :PGONCE_SCHEMA.limit_slots l
+    where st.group_concurrency is not null and l.queue = $1 and l.group_id = g.group_id
+    having st.group_concurrency is not null
+    union all
+    select max(r.used_at), null from :PGONCE_SCHEMA.limit_rate_slots r
+    where st.group_concurrency is null and st.group_rate_max is not null and r.queue = $1 and r.group_id = g.group_id
+    having st.group_concurrency is null and st.group_rate_max is not null) s on true
+  where g.group_id not in (select p.group_id from paused p)
 ), open as materialized (
-  -- Each group's room by this snapshot (the writes below re-check it), and when it was last served; not a held one.
-  select g.group_id, coalesce(lg.served_at, '-infinity') as served_at, least((select n from room),
-      case when st.group_concurrency is null then (select n from room) else st.group_concurrency - (
-        select count(*) from :PGONCE_SCHEMA.limit_slots l
-        where l.queue = $1 and l.group_id = g.group_id and l.slot <= st.group_concurrency) end,
+  -- Each group's room by this snapshot (the writes below re-check it), and the slot numbers free in it.
+  select s.*, r.k, case when st.group_concurrency is not null then array(
+      select f.slot from generate_series(1, st.group_concurrency) f(slot) where f.slot <> all(s.held) limit r.k) end
+    as free
+  from seen s cross join settings st cross join lateral (
+    select least((select n from room),
+      case when st.group_concurrency is null then (select n from room)
+        else st.group_concurrency - cardinality(s.held) end,
       case when st.group_rate_max is null then (select n from room) else st.group_rate_max - (
         select count(*) from :PGONCE_SCHEMA.limit_rate_slots r
-        where r.queue = $1 and r.group_id = g.group_id and r.slot <= st.group_rate_max
-          and r.used_at > now() - st.group_window) end) as k
-  from groups g cross join settings st
-  left join :PGONCE_SCHEMA.limit_groups lg on lg.queue = $1 and lg.group_id = g.group_id
-  where g.group_id is not null and coalesce(lg.paused_until <= now(), true)
+        where r.queue = $1 and r.group_id = s.group_id and r.slot <= st.group_rate_max
+          and r.used_at > now() - st.group_window) end) as k) r
+  where r.k > 0
 ), fair as materialized (
   -- No group needs more candidates than twice its share of the room (a group with few jobs leaves room unused for
   -- this claim, not for the next).
-  select greatest(1, 2 * ceil((select n from room)::numeric / greatest(1, count(*))))::bigint as share
-  from open o where o.k > 0
+  select greatest(1, 2 * ceil((select n from room)::numeric / greatest(1, count(*))))::bigint as share from open o
 ), cand as materialized (
+  -- A group's head when due (most groups need no more), its next jobs after it when it has room for more, and all of
+  -- its first due jobs when its head is not due.
+  select o.group_id, o.served_at, o.ctid, o.priority, o.run_at, o.id, 1::bigint as rn
+  from open o where o.run_at <= now()
+  union all
   select o.group_id, o.served_at, j.ctid, j.priority, j.run_at, j.id,
-    row_number() over (partition by o.group_id order by j.priority, j.run_at, j.id) as rn
+    1 + row_number() over (partition by o.group_id order by j.priority, j.run_at, j.id)
+  from open o cross join lateral (
+    select j.ctid, j.priority, j.run_at, j.id from :PGONCE_SCHEMA.jobs j
+    where j.queue = $1 and j.group_id = o.group_id and :PGONCE_SCHEMA._is_queued(j.state) and j.run_at <= now()
+      and (j.priority, j.run_at, j.id) > (o.priority, o.run_at, o.id)
+    order by j.priority, j.run_at, j.id
+    limit least(o.k, (select f.share from fair f)) - 1) j
+  where o.k > 1 and o.run_at <= now() and (select f.share from fair f) > 1
+  union all
+  select o.group_id, o.served_at, j.ctid, j.priority, j.run_at, j.id,
+    row_number() over (partition by o.group_id order by j.priority, j.run_at, j.id)
   from open o cross join lateral (
     select j.ctid, j.priority, j.run_at, j.id from :PGONCE_SCHEMA.jobs j
     where j.queue = $1 and j.group_id = o.group_id and :PGONCE_SCHEMA._is_queued(j.state) and j.run_at <= now()
     order by j.priority, j.run_at, j.id
     limit least(o.k, (select f.share from fair f))) j
-  where o.k > 0
+  where o.run_at > now()
   union all
   select null, '-infinity', u.ctid, u.priority, u.run_at, u.id,
     row_number() over (order by u.priority, u.run_at, u.id)
   from (
+    -- After the worker's cursor, as sql/claim-jobs.sql: not walking the index entries of the jobs claimed before it.
     select j.ctid, j.priority, j.run_at, j.id, j.group_id from :PGONCE_SCHEMA.jobs j
     where j.queue = $1 and :PGONCE_SCHEMA._is_queued(j.state) and j.run_at <= now() and (select n from room) > 0
+      and (j.priority, j.run_at, j.id)
+        > ($6::integer, timestamptz 'epoch' + $7::bigint * interval '1 microsecond', $8::bigint)
     order by j.priority, j.run_at, j.id
     limit 1000) u
   where u.group_id is null
@@ -119,28 +156,23 @@ with recursive settings as materialized (
   returning r.group_id
 ), rate_room as materialized (
   select r.group_id, count(*) as n from rated r group by r.group_id
-), slot_try as materialized (
-  -- Each group's slot numbers to take: free by the snapshot, the i-th for the group's i-th job.
-  select w.group_id, t.slot, row_number() over (partition by w.group_id order by t.slot) as si
-  from wanted w cross join settings st cross join lateral (
-    select s.slot from generate_series(1, st.group_concurrency) s(slot)
-    where not exists (
-      select 1 from :PGONCE_SCHEMA.limit_slots l where l.queue = $1 and l.group_id = w.group_id and l.slot = s.slot)
-    limit w.want) t
-  where st.group_concurrency is not null
 ), rate_ok as materialized (
   -- The jobs of groups whose rate allows them: the first ones, as many as rate rows were taken.
   select l.id, l.group_id, l.gi from locked l cross join settings st
   where l.group_id is not null
     and (st.group_rate_max is null or l.gi <= coalesce((select n from rate_room r where r.group_id = l.group_id), 0))
 ), group_slots as (
-  insert into :PGONCE_SCHEMA.limit_slots (queue, group_id, slot, job_id, lock_token)
+  -- A slot is taken if missing, or free (job_id null) on its newest version.
+  insert into :PGONCE_SCHEMA.limit_slots as l (queue, group_id, slot, job_id, lock_token, taken_at)
   select $1, o.group_id, t.slot, o.id,
-    ($5::text || overlay(lpad(to_hex(o.id), 16, '0') placing '-' from 5 for 0))::uuid
-  from rate_ok o join slot_try t on t.group_id = o.group_id and t.si = o.gi
+    ($5::text || overlay(lpad(to_hex(o.id), 16, '0') placing '-' from 5 for 0))::uuid, now()
+  from rate_ok o join open g on g.group_id = o.group_id cross join lateral (select g.free[o.gi] as slot) t
+  where t.slot is not null
   order by o.group_id, t.slot
-  on conflict do nothing
-  returning job_id, slot
+  on conflict (queue, group_id, slot) do update
+    set job_id = excluded.job_id, lock_token = excluded.lock_token, taken_at = excluded.taken_at
+    where l.job_id is null
+  returning l.job_id, l.slot
 ), started as materialized (
   select l.ctid, g.slot as group_slot, row_number() over (order by l.priority, l.run_at, l.id) as qi
   from locked l cross join settings st left join group_slots g on g.job_id = l.id
@@ -179,11 +211,6 @@ with recursive settings as materialized (
   where r.queue = $1 and r.group_id = '' and r.slot = u.slot
     and r.slot between (select u.slots[1] from used u) and (select u.slots[cardinality(u.slots)] from used u)
   returning r.slot
-), served as (
-  -- The groups served: last in the next claims' rounds.
-  insert into :PGONCE_SCHEMA.limit_groups as g (queue, group_id, served_at)
-  select $1, c.group_id, now() from claimed c where c.group_id is not null group by c.group_id order by c.group_id
-  on conflict (queue, group_id) do update set served_at = excluded.served_at
 )
 select x.*, (extract(epoch from c.run_at) * 1000000)::bigint::text as run_at_us, c.timeout_ms
 from claimed c, lateral :PGONCE_SCHEMA._as_claimed(cast(row(c.*) as :PGONCE_SCHEMA.jobs)) x

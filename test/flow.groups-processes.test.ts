@@ -29,7 +29,7 @@ afterAll(async () => {
 
 const groupSlots = async (queue: string): Promise<number> => {
   const { rows } = await db.pool.query<{ n: number }>(
-    `select count(*)::int as n from "${db.schema}".limit_slots where queue = $1 and group_id <> ''`,
+    `select count(*)::int as n from "${db.schema}".limit_slots where queue = $1 and group_id <> '' and job_id is not null`,
     [queue],
   )
   return rows[0]!.n

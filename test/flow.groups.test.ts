@@ -44,7 +44,7 @@ afterAll(async () => {
 const groupOf = async (id: string): Promise<string | null> => (await storedJob(db, id)).group_id
 const groupSlots = async (queue: string): Promise<number> => {
   const { rows } = await db.pool.query<{ n: number }>(
-    `select count(*)::int as n from "${db.schema}".limit_slots where queue = $1 and group_id <> ''`,
+    `select count(*)::int as n from "${db.schema}".limit_slots where queue = $1 and group_id <> '' and job_id is not null`,
     [queue],
   )
   return rows[0]!.n

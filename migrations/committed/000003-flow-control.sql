@@ -1,5 +1,5 @@
 --! Previous: sha1:c7225af73f7fae5965f6d9d512f9760e71bd9ace
---! Hash: sha1:1957c4792c27c56c6b22b1e07c665ac55b2a7aa7
+--! Hash: sha1:25ac095ba400402dd90c15332c2ae5036ffbe24b
 --! Message: flow-control
 
 -- Flow control (docs/flow-control.md): a queue-wide concurrency and a sliding-window rate limit, stored per queue in
@@ -8,8 +8,8 @@
 -- took, in one statement. A concurrency slot is freed by the trigger jobs_slot_released in the transaction that ends
 -- the run, fenced by its lock token; a rate row is never freed, it ages: it may be taken again durationMs after its
 -- last start. Groups (jobs.group_id): the same limits per group id (queue_settings.group_*), enforced by
--- sql/claim-jobs-grouped.sql, which also serves the groups fairly (limit_groups.served_at); a group's slot is a row of
--- limit_slots that exists while a run holds it.
+-- sql/claim-jobs-grouped.sql with the group's own slot and rate rows, made by the claims that first take them; it
+-- serves the groups fairly, the one whose slot was taken longest ago first (limit_slots.taken_at).
 
 alter table :PGONCE_SCHEMA.queue_settings
   add column concurrency integer check (concurrency > 0),
@@ -53,8 +53,9 @@ create index jobs_group_due on :PGONCE_SCHEMA.jobs (queue, group_id, priority, r
   where group_id is not null and :PGONCE_SCHEMA._is_queued(state);
 
 -- A concurrency limit's slots: `concurrency` rows per queue (group_id '' for the queue-wide limit), free while job_id
--- is null. A group's slots (group_id the group's id) exist only while held: a grouped claim inserts the row with its
--- run's id and token (the primary key admits one run per slot number 1..group.concurrency), the run's end deletes it. A claim takes free ones FOR UPDATE SKIP LOCKED and writes its job's id and lock token into each. Only the
+-- is null. A group's slots (group_id the group's id) are made by the grouped claim that first takes them (an upsert
+-- that takes a missing or free row, re-checked on its newest version), and record when they were last taken
+-- (taken_at: the group's last service, which orders the groups for fairness). A claim takes free ones FOR UPDATE SKIP LOCKED and writes its job's id and lock token into each. Only the
 -- primary key is indexed, and half of each page is left free, so that taking and freeing a slot are HOT updates (no
 -- index entry to write; each claim and each end of a run updates a slot row).
 create table :PGONCE_SCHEMA.limit_slots (
@@ -63,6 +64,7 @@ create table :PGONCE_SCHEMA.limit_slots (
   slot        integer not null check (slot > 0),
   job_id      bigint,
   lock_token  uuid,
+  taken_at    timestamptz not null default '-infinity',
   primary key (queue, group_id, slot)
 ) with (fillfactor = 50);
 comment on table :PGONCE_SCHEMA.limit_slots is
@@ -81,17 +83,15 @@ create table :PGONCE_SCHEMA.limit_rate_slots (
 comment on table :PGONCE_SCHEMA.limit_rate_slots is
   'Rate-limit rows (queue.setLimits rateLimit): the start that last used each; reusable rate_duration_ms later.';
 
--- A group's row, made by the first claim that serves it: when a claim last started one of its jobs (the groups that
--- were served least recently come first: docs/flow-control.md, "Fairness") and its ctx.rateLimit hold.
+-- A group's ctx.rateLimit(ms, { scope: 'group' }) hold: none of its jobs starts before paused_until.
 create table :PGONCE_SCHEMA.limit_groups (
   queue         text not null,
   group_id      text not null,
-  served_at     timestamptz not null default '-infinity',
-  paused_until  timestamptz,
+  paused_until  timestamptz not null,
   primary key (queue, group_id)
-) with (fillfactor = 50);
+);
 comment on table :PGONCE_SCHEMA.limit_groups is
-  'Groups of a queue with group limits: when a claim last served each, and its ctx.rateLimit hold.';
+  'Groups held by a handler''s ctx.rateLimit(ms, { scope: ''group'' }): none of their jobs starts before paused_until.';
 
 -- Whether a queue's settings limit its groups (or hold one of them now).
 create function :PGONCE_SCHEMA._grouped(s :PGONCE_SCHEMA.queue_settings) returns boolean
@@ -122,9 +122,9 @@ language sql stable parallel safe as $$
   select coalesce((select :PGONCE_SCHEMA._grouped(s) from :PGONCE_SCHEMA.queue_settings s where s.queue = p_queue), false)
 $$;
 
--- The trigger function of jobs_slot_released: frees the slots the ended run took, each found by primary key and fenced
--- by the run's lock token (a slot a later run of the job took carries the later token, and a slot is freed once): its
--- queue-wide slot (jobs.limit_slot) becomes free, its group's slot row (jobs.group_slot) is deleted.
+-- The trigger function of jobs_slot_released: frees the slots the ended run took, its queue-wide slot (jobs.limit_slot)
+-- and its group's (jobs.group_slot), each found by primary key and fenced by the run's lock token (a slot a later run
+-- of the job took carries the later token, and a slot is freed once).
 create function :PGONCE_SCHEMA._job_slot_released() returns trigger
 language plpgsql as $$
 begin
@@ -134,7 +134,7 @@ begin
       and job_id = old.id and lock_token = old.lock_token;
   end if;
   if old.group_slot > 0 then
-    delete from :PGONCE_SCHEMA.limit_slots
+    update :PGONCE_SCHEMA.limit_slots set job_id = null, lock_token = null
     where queue = old.queue and group_id = old.group_id and slot = old.group_slot
       and job_id = old.id and lock_token = old.lock_token;
   end if;
@@ -194,7 +194,8 @@ select * from (
         where g.queue = j.queue and g.group_id = j.group_id and g.paused_until > now()) then 'group ctx.rateLimit'
       when s.group_concurrency is not null and (
         select count(*) from :PGONCE_SCHEMA.limit_slots l
-        where l.queue = j.queue and l.group_id = j.group_id and l.slot <= s.group_concurrency) >= s.group_concurrency
+        where l.queue = j.queue and l.group_id = j.group_id and l.slot <= s.group_concurrency
+          and l.job_id is not null) >= s.group_concurrency
         then 'group concurrency'
       when s.group_rate_max is not null and (
         select count(*) from :PGONCE_SCHEMA.limit_rate_slots r

@@ -1,5 +1,5 @@
---! Previous: sha1:1957c4792c27c56c6b22b1e07c665ac55b2a7aa7
---! Hash: sha1:e6a30a6c260f290b74d0eb241b728dd9b9fb5672
+--! Previous: sha1:25ac095ba400402dd90c15332c2ae5036ffbe24b
+--! Hash: sha1:08f9b3105d533b1a5fdea7686b15cb75892a3ddd
 --! Message: wait-for-job
 
 -- queue.waitForJob(id) marks the job it waits for (jobs.waited); when a marked job reaches a terminal state, the

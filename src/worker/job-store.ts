@@ -149,7 +149,21 @@ export class JobStore {
       await this.readLimited()
       if (!this.limited) return rows
     }
-    return this.claimWith(this.grouped ? 'claim-jobs-grouped' : 'claim-jobs-limited', limit, from, tokenPrefix)
+    if (this.grouped) return this.claimWith('claim-jobs-grouped', limit, from, tokenPrefix)
+    const rows = await this.claimWith('claim-jobs-limited', limit, from, tokenPrefix)
+    if (rows.length > 0) return rows
+    // claim-jobs-limited gives nothing once the queue has group limits: look again.
+    await this.readLimited()
+    if (!this.grouped) return rows
+    return this.claimWith('claim-jobs-grouped', limit, from, tokenPrefix)
+  }
+
+  /**
+   * Whether the queue had limits when last read: the ends of its runs free slots, after which a claim that found every
+   * slot held may find one (the worker claims again, src/worker/worker.ts).
+   */
+  get limitsSlots(): boolean {
+    return this.limited === true
   }
 
   private async readLimited(): Promise<void> {
