@@ -75,6 +75,23 @@ describe('group concurrency across worker processes', () => {
     }
   }, 90_000)
 
+  it('a worker already claiming under queue-wide limits obeys a group limit set later at once', async () => {
+    const q = queueOf('gswitch')
+    await q.setLimits({ concurrency: 8 })
+    const [kid] = flowWorkers(db, 'gswitch', 1, { CONCURRENCY: '8' })
+    try {
+      // The worker has claimed (and emptied) the queue with the queue-wide limited statement.
+      await q.add('first', {})
+      await waitFor(async () => (await runCount(db, 'gswitch')) === 1, 30_000, 'the first run')
+      await q.setLimits({ group: { concurrency: 1 } })
+      await q.addBulk(grouped(['s'], 8, { holdMs: 80 }))
+      await waitFor(async () => (await runCount(db, 'gswitch')) === 9, 30_000, 'the 8 jobs to run')
+      expect(await maxOverlap(db, 'gswitch', 's')).toBe(1)
+    } finally {
+      kid!.kill('SIGKILL')
+    }
+  }, 60_000)
+
   it("a SIGKILLed worker's group slot comes back after its lease, and only then", async () => {
     const q = queueOf('gkill')
     await q.setLimits({ group: { concurrency: 1 } })
