@@ -3,7 +3,7 @@
 -- so that other queues pay nothing for groups (docs/flow-control.md, "Groups").
 -- Which jobs: the groups with queued jobs (one descent of jobs_group_due each), each group's next jobs in the queue's
 -- order as many as its room by this statement's snapshot (free slot numbers, unused rate rows) allows, and the jobs
--- without a group among the first 1,000 due jobs of the queue; then round robin: every group's first job, then every
+-- without a group among the first 1,000 due jobs after the worker's cursor; then round robin: every group's first job, then every
 -- group's second, ..., within a round the groups served longest ago first (the last time one of their slots was
 -- taken, limit_slots.taken_at; with a group rate limit only, the last use of one of their rate rows), the jobs without
 -- a group counted as one group served longest ago; at most as many as the queue-wide reservations allow.
