@@ -158,14 +158,6 @@ export class JobStore {
     return this.claimWith('claim-jobs-grouped', limit, from, tokenPrefix)
   }
 
-  /**
-   * Whether the queue had limits when last read: the ends of its runs free slots, after which a claim that found every
-   * slot held may find one (the worker claims again, src/worker/worker.ts).
-   */
-  get limitsSlots(): boolean {
-    return this.limited === true
-  }
-
   private async readLimited(): Promise<void> {
     const { rows } = await this.run<{ limited: boolean; grouped: boolean }>('queue-limited', [this.queue])
     this.limited = rows[0]?.limited ?? false

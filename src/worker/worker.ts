@@ -148,10 +148,7 @@ export class Worker<Data = unknown, Result = unknown>
       { cache: this.#cache, queue: this.queue },
     )
     this.effectOutcomes = this.#effects.outcomes
-    // A limited queue's claim may have found every slot held (the worker sleeps): its own completions free slots.
-    this.#completer = new Completer<Data, Result>(store, this, this, report, logger, this.queue, () =>
-      this.#fetcher.wake(),
-    )
+    this.#completer = new Completer<Data, Result>(store, this, this, report, logger, this.queue)
     this.runOutcomes = this.#completer.outcomes
     const services = {
       pool,
