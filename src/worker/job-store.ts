@@ -158,6 +158,11 @@ export class JobStore {
     return this.claimWith('claim-jobs-grouped', limit, from, tokenPrefix)
   }
 
+  /** Whether the queue had group limits (or a held group) when last read: see src/worker/worker.ts. */
+  get claimsGrouped(): boolean {
+    return this.limited === true && this.grouped
+  }
+
   private async readLimited(): Promise<void> {
     const { rows } = await this.run<{ limited: boolean; grouped: boolean }>('queue-limited', [this.queue])
     this.limited = rows[0]?.limited ?? false
