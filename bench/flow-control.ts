@@ -1,7 +1,9 @@
 // The cost of flow control on a drain (docs/flow-control.md, "What it costs"): W4's shape (a backlog of no-op jobs,
 // one Worker of concurrency 16, batchSize 2,000) drained in rounds that rotate the sides' order, each side on a fresh
-// schema: pgonce without limits, pgonce with limits it never reaches (concurrency 1,000 and 10,000 starts per ms), and,
-// with FLOW_BASELINE=<dir> (a checkout of an earlier commit with node_modules), that commit without limits.
+// schema: pgonce without limits, pgonce with limits it never reaches (concurrency 1,000 and 10,000 starts per ms),
+// pgonce with the jobs spread over 1,000 groups of concurrency 1 (FLOW_GROUPS groups; a job of each group at a time,
+// so the claims go through sql/claim-jobs-grouped.sql), and, with FLOW_BASELINE=<dir> (a checkout of an earlier
+// commit with node_modules), that commit without limits.
 //
 //   DATABASE_URL=… npx tsx bench/flow-control.ts            (FLOW_JOBS, default 10,000; FLOW_ROUNDS, default 5;
 //                                                           FLOW_LIMITS, the limits as JSON, default both below)
@@ -17,10 +19,14 @@ const limits = JSON.parse(
   process.env.FLOW_LIMITS ?? '{"concurrency":1000,"rateLimit":{"max":10000,"durationMs":1}}',
 ) as import('../src/index.js').Limits
 
+const groups = Number(process.env.FLOW_GROUPS ?? 1_000)
+
 interface Side {
   name: string
   api: Api
   limits: boolean
+  /** The jobs spread over `groups` groups of concurrency 1 (and no other limit). */
+  groups?: boolean
 }
 
 async function drainOnce(side: Side): Promise<number> {
@@ -31,8 +37,15 @@ async function drainOnce(side: Side): Promise<number> {
   const admin = new pg.Pool({ connectionString: url, max: 1 })
   try {
     if (side.limits) await queue.setLimits(limits)
+    if (side.groups) await queue.setLimits({ group: { concurrency: 1 } })
     for (let i = 0; i < jobs; i += 1_000) {
-      await queue.addBulk(Array.from({ length: Math.min(1_000, jobs - i) }, () => ({ name: 'j', data: {} })))
+      await queue.addBulk(
+        Array.from({ length: Math.min(1_000, jobs - i) }, (_, k) =>
+          side.groups
+            ? { name: 'j', data: {}, opts: { group: { id: `g${(i + k) % groups}` } } }
+            : { name: 'j', data: {} },
+        ),
+      )
     }
     await admin.query(`vacuum analyze "${schema}".jobs`)
     let handled = 0
@@ -70,6 +83,7 @@ const here = await import('../src/index.js')
 const sides: Side[] = [
   { name: 'no limits', api: here, limits: false },
   { name: 'limits not binding', api: here, limits: true },
+  { name: `${groups} groups of concurrency 1`, api: here, limits: false, groups: true },
 ]
 if (process.env.FLOW_BASELINE) {
   const api = (await import(pathToFileURL(`${process.env.FLOW_BASELINE}/src/index.ts`).href)) as Api

@@ -10,11 +10,12 @@
 //               key), plus completed jobs missing one of their effects
 //   duplicated  effect keys applied more than once (rows counted per key)
 //   crashed     worker processes that exited on their own or with an unhandled error, or not cleanly on SIGTERM
-//   exceeded    flow control (docs/flow-control.md): a second queue, chaos-limited, has concurrency 2 and a rate limit
-//               of 30 starts per second; each of its runs whose completion committed records, in the completion's
-//               transaction (ctx.transaction), its claim time and its handler's start and end on the database clock.
-//               Counted: instants where more than 2 of those runs overlap, windows of 1 s holding more than 30 claims,
-//               and slots still held once everything drained (a leak). A run whose worker was killed or lost its
+//   exceeded    flow control (docs/flow-control.md): a second queue, chaos-limited, has concurrency 2, a rate limit
+//               of 30 starts per second, and its jobs in 20 groups of concurrency 1; each of its runs whose
+//               completion committed records, in the completion's transaction (ctx.transaction), its group, its claim
+//               time and its handler's start and end on the database clock. Counted: instants where more than 2 of
+//               those runs overlap, or more than 1 of one group, windows of 1 s holding more than 30 claims, and slots
+//               (queue-wide or a group's) still held once everything drained (a leak). A run whose worker was killed or lost its
 //               lease records nothing: its slot was held until its lease ended, which only leaves the others less room.
 // The last line is exactly `lost=N duplicated=N crashed=N exceeded=N`; the exit code is 1 if any is non-zero.
 //
@@ -55,7 +56,9 @@ const withApp = (url: string, name: string): string =>
 
 const LEASE_MS = 1_500
 /** The limits of the queue chaos-limited. */
-const LIMITED = { concurrency: 2, rateLimit: { max: 30, durationMs: 1_000 } }
+const LIMITED = { concurrency: 2, rateLimit: { max: 30, durationMs: 1_000 }, group: { concurrency: 1 } }
+/** How many groups the jobs of chaos-limited are spread over. */
+const LIMITED_GROUPS = 20
 const NETNS = process.argv.includes('--netns')
 
 if (process.env.CHAOS_ROLE !== undefined) exitWithTheHarness()
@@ -133,8 +136,8 @@ async function runWorker(): Promise<void> {
       await sleep(randomInt(0, 30))
       await ctx.transaction(async (tx) => {
         await tx.query(
-          `insert into "${schema}".chaos_runs (job_id, claimed_at, started_at, ended_at)
-           select $1, j.started_at, $2, clock_timestamp() from "${schema}".jobs j where j.id = $1`,
+          `insert into "${schema}".chaos_runs (job_id, group_id, claimed_at, started_at, ended_at)
+           select $1, j.group_id, j.started_at, $2, clock_timestamp() from "${schema}".jobs j where j.id = $1`,
           [job.id, (rows[0] as { at: Date }).at],
         )
       })
@@ -209,7 +212,7 @@ async function runHarness(): Promise<void> {
   pool.on('error', () => {})
   await pool.query(`create table "${schema}".chaos_effects (effect_key text not null, job_id bigint not null, pid int not null,
     at timestamptz not null default clock_timestamp())`)
-  await pool.query(`create table "${schema}".chaos_runs (job_id bigint not null, claimed_at timestamptz not null,
+  await pool.query(`create table "${schema}".chaos_runs (job_id bigint not null, group_id text, claimed_at timestamptz not null,
     started_at timestamptz not null, ended_at timestamptz not null)`)
 
   const crashes: string[] = []
@@ -319,7 +322,8 @@ async function runHarness(): Promise<void> {
       while (producing) {
         try {
           if (randomInt(100) < 8) {
-            limitedAcks.push((await limitedQueue.add('l', { r: randomInt(1e6) }, { attempts: 100 })).id)
+            const group = { id: `g${randomInt(LIMITED_GROUPS)}` }
+            limitedAcks.push((await limitedQueue.add('l', { r: randomInt(1e6) }, { attempts: 100, group })).id)
           } else if (randomInt(100) < 20) {
             const items = Array.from({ length: 4 }, item)
             const jobs = await queue.addBulk(items.map(({ name, data, opts }) => ({ name, data, opts })))
@@ -499,11 +503,22 @@ async function runHarness(): Promise<void> {
     if (dup!.n > 0) log(`effect keys applied more than once: ${dup!.n} (${dup!.sample?.slice(0, 200)})`)
     const {
       rows: [limits],
-    } = await pool.query<{ runs: number; overlap: number; window: number; leaked: number; unfinished: number }>(
+    } = await pool.query<{
+      runs: number
+      overlap: number
+      groupOverlap: number
+      window: number
+      leaked: number
+      unfinished: number
+    }>(
       `select (select count(*)::int from "${schema}".chaos_runs) as runs,
          coalesce((select max((select count(*) from "${schema}".chaos_runs o
                                where o.started_at <= s.started_at and o.ended_at > s.started_at))
                    from "${schema}".chaos_runs s), 0)::int as overlap,
+         coalesce((select max((select count(*) from "${schema}".chaos_runs o
+                               where o.group_id = s.group_id and o.started_at <= s.started_at
+                                 and o.ended_at > s.started_at))
+                   from "${schema}".chaos_runs s), 0)::int as "groupOverlap",
          coalesce((select max((select count(*) from "${schema}".chaos_runs o
                                where o.claimed_at >= s.claimed_at and o.claimed_at < s.claimed_at + $1 * interval '1 ms'))
                    from "${schema}".chaos_runs s), 0)::int as window,
@@ -513,11 +528,13 @@ async function runHarness(): Promise<void> {
     )
     log(
       `chaos-limited: ${limits!.runs} runs recorded, at most ${limits!.overlap} at once (limit ${LIMITED.concurrency}), ` +
+        `at most ${limits!.groupOverlap} of one group at once (limit ${LIMITED.group.concurrency}), ` +
         `at most ${limits!.window} claims in ${LIMITED.rateLimit.durationMs} ms (limit ${LIMITED.rateLimit.max}), ` +
         `${limits!.leaked} slots held after the drain, ${limits!.unfinished} jobs not completed`,
     )
     const exceeded =
       (limits!.overlap > LIMITED.concurrency ? 1 : 0) +
+      (limits!.groupOverlap > LIMITED.group.concurrency ? 1 : 0) +
       (limits!.window > LIMITED.rateLimit.max ? 1 : 0) +
       limits!.leaked +
       limits!.unfinished

@@ -5,7 +5,7 @@
 -- Otherwise add_job(). bench/DECISIONS.md#duplicates-in-statement. Three answer columns (no ordinal).
 -- $1 queue, $2 name, $3 data, $4 jobId, $5 key, $6 TTL ms, $7 extend, $8 replace, $9 delay ms, $10 priority,
 -- $11 max attempts, $12 backoff, $13 dependsOn (bigint[]), $14 trace context, $15 runAt (epoch ms; not with $9),
--- $16 timeout ms.
+-- $16 timeout ms, $17 group id.
 -- _keep_index(): the index whatever the statistics were when a session planned this (docs/architecture.md).
 with answered as materialized (
   select 'duplicate-job-id' as outcome, o from :PGONCE_SCHEMA.jobs o
@@ -25,6 +25,6 @@ select x.outcome, x.error, x.job
 from :PGONCE_SCHEMA.add_job(queue => $1, name => $2, data => $3::jsonb, job_id => $4, dedup_id => $5,
   dedup_ttl_ms => $6, dedup_extend => $7, dedup_replace => $8, delay_ms => $9, priority => $10, max_attempts => $11,
   backoff => $12::jsonb, depends_on => $13::bigint[], raise_rejection => false, trace_context => $14,
-  run_at => to_timestamp($15::float8 / 1000), timeout_ms => $16::integer) a,
+  run_at => to_timestamp($15::float8 / 1000), timeout_ms => $16::integer, group_id => $17::text) a,
   lateral :PGONCE_SCHEMA._answer(a) x
 where not exists (select 1 from answered)

@@ -3,14 +3,14 @@
 -- columns: no ordinal, no NOTIFY result). Kept beside add_job() because it skips its plpgsql layers (W2 1.34x,
 -- bench/DECISIONS.md#plain-add). The idle slots are probed once (_idle_worker_waits, inlined) and _wake() is called only
 -- when a worker sleeps. $1 queue, $2 name, $3 data (JSON text), $4 delay ms, $5 priority, $6 max attempts, $7 backoff
--- (JSON text), $8 trace context, $9 timeout ms.
+-- (JSON text), $8 trace context, $9 timeout ms, $10 group id (null: none).
 with ins as (
   insert into :PGONCE_SCHEMA.jobs as j (id, queue, name, data, state, run_at, priority, max_attempts, backoff, trace_context,
-    timeout_ms)
+    timeout_ms, group_id)
   values (nextval(':PGONCE_SCHEMA.job_ids'), $1, $2, coalesce($3::jsonb, '{}'::jsonb),
     :PGONCE_SCHEMA._new_job_state(false, $4::bigint), :PGONCE_SCHEMA._due_at($4::bigint),
     coalesce($5::integer, :PGONCE_SCHEMA._default_priority()), coalesce($6::integer, :PGONCE_SCHEMA._default_max_attempts()),
-    $7::jsonb, $8, $9::integer)
+    $7::jsonb, $8, $9::integer, $10::text)
   returning j
 ), woken as materialized (
   -- Scanned below for its side effect only (the wake-up's NOTIFY), not sent back.

@@ -8,11 +8,13 @@
 -- a row changed by a transaction that committed meanwhile is re-checked on its newest version (READ COMMITTED), so a
 -- slot taken by another claim is not taken again. The slots are freed by the trigger jobs_slot_released when the run
 -- leaves 'active', by primary key, fenced by the run's lock token. Nothing starts while ctx.rateLimit holds the queue
--- (rate_paused_until) or while it is paused. taken_slots and used_rates run although nothing reads them (a WITH
+-- (rate_paused_until) or while it is paused, nor for a queue with group limits (or a held group), whose claims are
+-- sql/claim-jobs-grouped.sql: a worker that read the queue's mode before a group limit was set finds nothing here
+-- and reads it again. taken_slots and used_rates run although nothing reads them (a WITH
 -- that changes rows always runs to completion).
 with settings as materialized (
   select s.concurrency, s.rate_max, s.rate_duration_ms,
-    s.paused or coalesce(s.rate_paused_until > now(), false) as held
+    s.paused or coalesce(s.rate_paused_until > now(), false) or :PGONCE_SCHEMA._grouped(s) as held
   from (select 1) one left join :PGONCE_SCHEMA.queue_settings s on s.queue = $1
 ), slots as materialized (
   select l.slot from :PGONCE_SCHEMA.limit_slots l

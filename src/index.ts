@@ -24,7 +24,7 @@ export type {
   TypedSchedulerTemplate,
 } from './define-queue.js'
 export type { JobState, AddOutcome, Backoff, JobJson } from './job.js'
-export type { JobOptions, DeduplicationOptions } from './admission/request.js'
+export type { JobOptions, DeduplicationOptions, GroupOptions } from './admission/request.js'
 export { migrate } from './migrate/runner.js'
 export type { MigrateOptions } from './migrate/runner.js'
 export {
@@ -67,7 +67,7 @@ export type { MaintenanceOptions, MaintenanceResult } from './maintenance.js'
 export { RetryJobError } from './retry-job.js'
 export { PromoteJobError } from './promote-job.js'
 export { RemoveJobError } from './queue-control.js'
-export type { Limits, QueueLimits, RateLimit } from './limits.js'
+export type { GroupLimits, Limits, QueueLimits, RateLimit } from './limits.js'
 export type { CancelOutcome, GetJobsOptions, RetentionSettings, RemoveJobCode } from './queue-control.js'
 export type { RetryJobCode } from './retry-job.js'
 export type { PromoteJobCode } from './promote-job.js'

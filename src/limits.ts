@@ -13,12 +13,22 @@ export interface RateLimit {
   durationMs: number
 }
 
+/** The limits of each group of a queue (jobs added with `group: { id }`); each `null` clears it, a key left out keeps it. */
+export interface GroupLimits {
+  /** At most this many jobs of each group `active` at once (1 to 10,000; 1 is one at a time per group). */
+  concurrency?: number | null
+  /** At most `max` starts of each group in any interval of `durationMs`. */
+  rateLimit?: RateLimit | null
+}
+
 /** A queue's limits; each `null` clears it, a key left out keeps it. */
 export interface Limits {
   /** At most this many jobs of the queue `active` at once, across every worker and host (1 to 10,000). */
   concurrency?: number | null
   /** At most `max` starts in any interval of `durationMs`. */
   rateLimit?: RateLimit | null
+  /** The same limits for each group id separately; `null` clears both. Jobs without a group are not subject to them. */
+  group?: GroupLimits | null
 }
 
 /** A queue's limits as stored: null where none is set. */
@@ -27,12 +37,20 @@ export interface QueueLimits {
   rateLimit: RateLimit | null
   /** Concurrency slots held by running jobs now. */
   slotsInUse: number
+  /** The group limits, null when the queue has none. */
+  group: {
+    concurrency: number | null
+    rateLimit: RateLimit | null
+    /** Group slots held by running jobs now, all groups together. */
+    slotsInUse: number
+  } | null
 }
 
 /** Most slots or rate rows one limit may have: each is a row. */
 export const MAX_LIMIT = 10_000
 
-const LIMIT_KEYS = ['concurrency', 'rateLimit'] as const
+const LIMIT_KEYS = ['concurrency', 'rateLimit', 'group'] as const
+const GROUP_KEYS = ['concurrency', 'rateLimit'] as const
 const RATE_KEYS = ['max', 'durationMs'] as const
 
 function rateLimitOf(value: unknown, field: string): RateLimit {
@@ -44,16 +62,41 @@ function rateLimitOf(value: unknown, field: string): RateLimit {
   }
 }
 
-/** Checks setLimits' argument (before any I/O) and returns the statement's parameters. */
-export function limitsParams(queue: string, limits: unknown): unknown[] {
-  if (limits === undefined) fail('REQUIRED', 'limits', 'is required')
-  const o = checkOptions<Limits>(limits, 'limits', LIMIT_KEYS)
+/** A concurrency and a rate limit as given (`field` names them); which of the two were given. */
+function pairOf(o: GroupLimits, field: string): [number | null, RateLimit | null, boolean, boolean] {
   const concurrency =
     o.concurrency === undefined || o.concurrency === null
       ? null
-      : checkInteger(o.concurrency, 'limits.concurrency', 1, MAX_LIMIT)
-  const rate = o.rateLimit === undefined || o.rateLimit === null ? null : rateLimitOf(o.rateLimit, 'limits.rateLimit')
-  return [queue, concurrency, rate?.max ?? null, rate?.durationMs ?? null, 'concurrency' in o, 'rateLimit' in o]
+      : checkInteger(o.concurrency, `${field}.concurrency`, 1, MAX_LIMIT)
+  const rate = o.rateLimit === undefined || o.rateLimit === null ? null : rateLimitOf(o.rateLimit, `${field}.rateLimit`)
+  return [concurrency, rate, 'concurrency' in o, 'rateLimit' in o]
+}
+
+/** Checks setLimits' argument (before any I/O) and returns the statement's parameters (sql/set-limits.sql). */
+export function limitsParams(queue: string, limits: unknown): unknown[] {
+  if (limits === undefined) fail('REQUIRED', 'limits', 'is required')
+  const o = checkOptions<Limits>(limits, 'limits', LIMIT_KEYS)
+  const [concurrency, rate, setsConcurrency, setsRate] = pairOf(o, 'limits')
+  let group: ReturnType<typeof pairOf> = [null, null, false, false]
+  if (o.group === null) group = [null, null, true, true]
+  else if (o.group !== undefined) {
+    if (!isPlainObject(o.group)) fail('INVALID_TYPE', 'limits.group', 'must be { concurrency, rateLimit } or null')
+    group = pairOf(checkOptions<GroupLimits>(o.group, 'limits.group', GROUP_KEYS), 'limits.group')
+  }
+  const [groupConcurrency, groupRate, setsGroupConcurrency, setsGroupRate] = group
+  return [
+    queue,
+    concurrency,
+    rate?.max ?? null,
+    rate?.durationMs ?? null,
+    setsConcurrency,
+    setsRate,
+    groupConcurrency,
+    groupRate?.max ?? null,
+    groupRate?.durationMs ?? null,
+    setsGroupConcurrency,
+    setsGroupRate,
+  ]
 }
 
 export async function setLimits(execute: Execute, schema: string, params: unknown[]): Promise<void> {
@@ -66,13 +109,28 @@ export interface LimitsRow {
   rate_max: number | null
   rate_duration_ms: string | null
   slots_in_use: number
+  group_concurrency: number | null
+  group_rate_max: number | null
+  group_rate_duration_ms: string | null
+  group_slots_in_use: number
 }
+
+const rateOf = (max: number | null, durationMs: string | null): RateLimit | null =>
+  max === null ? null : { max, durationMs: Number(durationMs) }
 
 export function limitsOf(r: LimitsRow): QueueLimits {
   return {
     concurrency: r.concurrency,
-    rateLimit: r.rate_max === null ? null : { max: r.rate_max, durationMs: Number(r.rate_duration_ms) },
+    rateLimit: rateOf(r.rate_max, r.rate_duration_ms),
     slotsInUse: r.slots_in_use,
+    group:
+      r.group_concurrency === null && r.group_rate_max === null
+        ? null
+        : {
+            concurrency: r.group_concurrency,
+            rateLimit: rateOf(r.group_rate_max, r.group_rate_duration_ms),
+            slotsInUse: r.group_slots_in_use,
+          },
   }
 }
 

@@ -29,9 +29,14 @@ afterAll(async () => {
 describe('setLimits / getLimits', () => {
   it('stores limits in Postgres, keeps what a call leaves out, and clears with null', async () => {
     const q = queueOf('settings')
-    expect(await q.getLimits()).toEqual({ concurrency: null, rateLimit: null, slotsInUse: 0 })
+    expect(await q.getLimits()).toEqual({ concurrency: null, rateLimit: null, slotsInUse: 0, group: null })
     await q.setLimits({ concurrency: 3, rateLimit: { max: 10, durationMs: 1000 } })
-    expect(await q.getLimits()).toEqual({ concurrency: 3, rateLimit: { max: 10, durationMs: 1000 }, slotsInUse: 0 })
+    expect(await q.getLimits()).toEqual({
+      concurrency: 3,
+      rateLimit: { max: 10, durationMs: 1000 },
+      slotsInUse: 0,
+      group: null,
+    })
     await q.setLimits({ concurrency: 5 })
     expect(await q.getLimits()).toMatchObject({ concurrency: 5, rateLimit: { max: 10, durationMs: 1000 } })
     const { rows } = await db.pool.query(

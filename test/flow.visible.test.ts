@@ -61,6 +61,7 @@ describe('the views of limits', () => {
         concurrency: 1,
         rateLimit: { max: 2, durationMs: 60_000 },
         slotsInUse: 0,
+        group: null,
       })
     } finally {
       await worker.close()

@@ -1,5 +1,5 @@
---! Previous: sha1:d1ba00e14d0863938137f181051e2f3ba4493030
---! Hash: sha1:d992740153bc5a6a885723d2c605cea221d27bd8
+--! Previous: sha1:25ac095ba400402dd90c15332c2ae5036ffbe24b
+--! Hash: sha1:08f9b3105d533b1a5fdea7686b15cb75892a3ddd
 --! Message: wait-for-job
 
 -- queue.waitForJob(id) marks the job it waits for (jobs.waited); when a marked job reaches a terminal state, the

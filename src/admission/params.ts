@@ -23,12 +23,24 @@ export function addJobParams(queue: string, r: AddRequest): unknown[] {
     r.traceContext,
     r.runAtMs,
     r.timeoutMs,
+    r.groupId,
   ]
 }
 
 /** sql/add-plain-job.sql: one plain add. */
 export function addPlainJobParams(queue: string, r: AddRequest): unknown[] {
-  return [queue, r.name, r.dataJson, r.delayMs, r.priority, r.attempts, backoffJson(r), r.traceContext, r.timeoutMs]
+  return [
+    queue,
+    r.name,
+    r.dataJson,
+    r.delayMs,
+    r.priority,
+    r.attempts,
+    backoffJson(r),
+    r.traceContext,
+    r.timeoutMs,
+    r.groupId,
+  ]
 }
 
 /**
@@ -46,6 +58,7 @@ export function addPlainJobsParams(queue: string, reqs: readonly AddRequest[]): 
   const backoffs = new Array<string | null>(n)
   const traces = new Array<string | null>(n)
   const timeouts = new Array<number | null>(n)
+  const groups = new Array<string | null>(n)
   for (let i = 0; i < n; i++) {
     const r = reqs[i] as AddRequest
     names[i] = r.name
@@ -56,6 +69,7 @@ export function addPlainJobsParams(queue: string, reqs: readonly AddRequest[]): 
     backoffs[i] = backoffJson(r)
     traces[i] = r.traceContext
     timeouts[i] = r.timeoutMs
+    groups[i] = r.groupId
   }
   return [
     queue,
@@ -67,6 +81,7 @@ export function addPlainJobsParams(queue: string, reqs: readonly AddRequest[]): 
     unlessAllNull(backoffs),
     unlessAllNull(traces),
     unlessAllNull(timeouts),
+    unlessAllNull(groups),
   ]
 }
 
@@ -95,5 +110,6 @@ export function addJobsParams(queue: string, reqs: readonly AddRequest[]): unkno
     pick((r) => r.traceContext),
     pick((r) => r.runAtMs),
     pick((r) => r.timeoutMs),
+    unlessAllNull(pick((r) => r.groupId)),
   ]
 }

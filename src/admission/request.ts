@@ -27,6 +27,15 @@ export interface DeduplicationOptions {
   replace?: boolean
 }
 
+/** The job's group (docs/flow-control.md#groups): the queue's group limits apply to each group id separately. */
+export interface GroupOptions {
+  /** The group's id, 1 to 128 characters (a tenant, a user, an upstream account). */
+  id: string
+}
+
+/** Longest group id, in characters. */
+export const MAX_GROUP_ID_LENGTH = 128
+
 export interface JobOptions {
   /** Custom id: while a generation with it is live (in any queue), adding it again returns that job. */
   jobId?: string
@@ -49,6 +58,8 @@ export interface JobOptions {
   backoff?: number | Backoff
   /** Internal ids (`job.id`) of jobs that must complete before this one runs. */
   dependsOn?: string[]
+  /** The job's group: group limits (`setLimits({ group })`) hold per group id, and groups are served fairly. */
+  group?: GroupOptions
 }
 
 export const JOB_OPTION_KEYS = [
@@ -61,6 +72,7 @@ export const JOB_OPTION_KEYS = [
   'attempts',
   'backoff',
   'dependsOn',
+  'group',
 ] as const
 const DEDUP_KEYS = ['id', 'ttl', 'extend', 'replace'] as const
 const BACKOFF_KEYS = ['type', 'delay', 'jitter'] as const
@@ -85,6 +97,8 @@ export interface AddRequest {
   dependsOn: string[] | null
   /** W3C traceparent of the add's span, stored with the job so that the worker's span continues the trace. */
   traceContext: string | null
+  /** The job's group id (jobs.group_id); null: none. */
+  groupId: string | null
 }
 
 function checkBackoff(value: unknown, field: string): Backoff {
@@ -99,6 +113,16 @@ function checkBackoff(value: unknown, field: string): Backoff {
     backoff.jitter = b.jitter
   }
   return backoff
+}
+
+function checkGroup(value: unknown, field: string): string {
+  if (!isPlainObject(value)) fail('INVALID_TYPE', field, 'must be { id }')
+  const g = checkOptions<GroupOptions>(value, field, ['id'])
+  const id = checkText(g.id, `${field}.id`, MAX_GROUP_ID_LENGTH * 4)
+  // Characters as PostgreSQL's length() counts them (code points; the CHECK of jobs.group_id).
+  if (id.length > MAX_GROUP_ID_LENGTH && [...id].length > MAX_GROUP_ID_LENGTH)
+    fail('TOO_LONG', `${field}.id`, `must be at most ${MAX_GROUP_ID_LENGTH} characters`)
+  return id
 }
 
 const NO_OPTIONS: Partial<JobOptions> = Object.freeze({})
@@ -133,6 +157,7 @@ export function toAddRequest(
     backoff: opts.backoff === undefined ? null : checkBackoff(opts.backoff, `${at}opts.backoff`),
     dependsOn: null,
     traceContext: null,
+    groupId: opts.group === undefined ? null : checkGroup(opts.group, `${at}opts.group`),
   }
   if (req.delayMs !== null && req.runAtMs !== null)
     fail('CONFLICTING_OPTIONS', `${at}opts.runAt`, 'give delay or runAt, not both')

@@ -1,5 +1,5 @@
-// `pgonce limits get QUEUE` and `pgonce limits set QUEUE [--concurrency N|none] [--rate MAX/MS|none]`: a queue's
-// flow-control limits (docs/flow-control.md), stored in Postgres and obeyed by every worker's claim.
+// `pgonce limits get QUEUE` and `pgonce limits set QUEUE [--concurrency N|none] [--rate MAX/MS|none]
+// [--group-concurrency N|none] [--group-rate MAX/MS|none]`: a queue's flow-control limits (docs/flow-control.md), stored in Postgres and obeyed by every worker's claim.
 
 import { type Command, InvalidArgumentError } from 'commander'
 import type { QueueLimits, RateLimit } from '../limits.js'
@@ -37,11 +37,18 @@ export function describeLimits(queue: string, l: QueueLimits): string {
   const parts: string[] = []
   if (l.concurrency !== null) parts.push(`concurrency ${l.concurrency} (${l.slotsInUse} in use)`)
   if (l.rateLimit !== null) parts.push(`rate limit ${l.rateLimit.max} per ${l.rateLimit.durationMs} ms`)
+  const g = l.group
+  if (g !== null && g.concurrency !== null)
+    parts.push(`group concurrency ${g.concurrency} (${g.slotsInUse} in use, all groups)`)
+  if (g !== null && g.rateLimit !== null)
+    parts.push(`group rate limit ${g.rateLimit.max} per ${g.rateLimit.durationMs} ms`)
   return `queue ${queue}: ${parts.length === 0 ? 'no limits' : parts.join(', ')}\n`
 }
 
 export function registerLimits(program: Command): void {
-  const limits = program.command('limits').description("show or set a queue's limits (concurrency, rate limit)")
+  const limits = program
+    .command('limits')
+    .description("show or set a queue's limits (concurrency, rate limit, per group)")
   limits
     .command('get')
     .description("a queue's limits and the concurrency slots in use")
@@ -59,22 +66,46 @@ export function registerLimits(program: Command): void {
     .argument('<queue>', 'the queue', parseQueue)
     .option('--concurrency <n>', 'jobs active at once across all workers, or none', parseConcurrency)
     .option('--rate <max/ms>', 'at most MAX starts in any MS milliseconds, or none', parseRate)
+    .option('--group-concurrency <n>', 'jobs of each group active at once, or none', parseConcurrency)
+    .option('--group-rate <max/ms>', 'at most MAX starts of each group in any MS milliseconds, or none', parseRate)
     .addOption(jsonOption())
-    .action(
-      (queue: string, opts: { json?: boolean; concurrency?: number | None; rate?: RateLimit | None }, cmd: Command) => {
-        // A usage error before any connection.
-        if (opts.concurrency === undefined && opts.rate === undefined) throw usage('give --concurrency, --rate or both')
-        return withDb(cmd, async (db) => {
-          const q = db.queue(queue)
-          await q.setLimits({
-            ...(opts.concurrency === undefined
-              ? {}
-              : { concurrency: opts.concurrency === 'none' ? null : opts.concurrency }),
-            ...(opts.rate === undefined ? {} : { rateLimit: opts.rate === 'none' ? null : opts.rate }),
-          })
-          const l = await q.getLimits()
-          emit(opts.json, { queue, ...l }, () => describeLimits(queue, l))
+    .action((queue: string, opts: SetOptions, cmd: Command) => {
+      // A usage error before any connection.
+      if (Object.values(pick(opts)).every((v) => v === undefined))
+        throw usage('give --concurrency, --rate, --group-concurrency or --group-rate')
+      return withDb(cmd, async (db) => {
+        const q = db.queue(queue)
+        const p = pick(opts)
+        const group = {
+          ...(p.groupConcurrency === undefined ? {} : { concurrency: p.groupConcurrency }),
+          ...(p.groupRate === undefined ? {} : { rateLimit: p.groupRate }),
+        }
+        await q.setLimits({
+          ...(p.concurrency === undefined ? {} : { concurrency: p.concurrency }),
+          ...(p.rate === undefined ? {} : { rateLimit: p.rate }),
+          ...(Object.keys(group).length === 0 ? {} : { group }),
         })
-      },
-    )
+        const l = await q.getLimits()
+        emit(opts.json, { queue, ...l }, () => describeLimits(queue, l))
+      })
+    })
+}
+
+interface SetOptions {
+  json?: boolean
+  concurrency?: number | None
+  rate?: RateLimit | None
+  groupConcurrency?: number | None
+  groupRate?: RateLimit | None
+}
+
+/** The limits given, `none` as null (cleared); undefined: not given (kept). */
+function pick(o: SetOptions) {
+  const v = <T>(x: T | None | undefined): T | null | undefined => (x === 'none' ? null : x)
+  return {
+    concurrency: v(o.concurrency),
+    rate: v(o.rate),
+    groupConcurrency: v(o.groupConcurrency),
+    groupRate: v(o.groupRate),
+  }
 }

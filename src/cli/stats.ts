@@ -4,7 +4,7 @@ import type { Command } from 'commander'
 import { ValidationError } from '../errors.js'
 import { JOB_STATES, type JobState } from '../job.js'
 import type { JobCounts } from '../queue.js'
-import { type LimitsRow, type QueueLimits, limitsOf } from '../limits.js'
+import { type LimitsRow, type QueueLimits, type RateLimit, limitsOf } from '../limits.js'
 import { jsonOption, parseInteger, parseQueue } from './args.js'
 import { type Db, withDb } from './connect.js'
 import { emit, table, time } from './output.js'
@@ -69,11 +69,15 @@ export async function readStats(db: Db, queue: string | undefined): Promise<Queu
 /** The limits of every queue that has one (the queue_limits view), or of `queue`. */
 async function readLimits(db: Db, queue: string | undefined): Promise<Map<string, QueueLimits>> {
   const rows = await db.query<LimitsRow & { queue: string }>(
-    'select queue, concurrency, rate_max, rate_duration_ms, slots_in_use from :PGONCE_SCHEMA.queue_limits where ($1::text is null or queue = $1)',
+    `select queue, concurrency, rate_max, rate_duration_ms, slots_in_use, group_concurrency, group_rate_max,
+       group_rate_duration_ms, group_slots_in_use
+     from :PGONCE_SCHEMA.queue_limits where ($1::text is null or queue = $1)`,
     [queue ?? null],
   )
   return new Map(rows.map((r) => [r.queue, limitsOf(r)]))
 }
+
+const rateText = (r: RateLimit | null | undefined): string => (r ? `${r.max} per ${r.durationMs} ms` : '-')
 
 function render(stats: QueueStats[]): string {
   if (stats.length === 0) return 'no jobs\n'
@@ -86,14 +90,16 @@ function render(stats: QueueStats[]): string {
   const limited = stats.filter((s) => s.limits !== null)
   if (limited.length === 0) return counts
   const limits = table(
-    ['queue', 'concurrency', 'in-use', 'rate-limit'],
+    ['queue', 'concurrency', 'in-use', 'rate-limit', 'group-concurrency', 'group-rate-limit'],
     limited.map(({ queue, limits: l }) => [
       queue,
       l?.concurrency ?? '-',
       l?.concurrency === null ? '-' : l?.slotsInUse,
-      l?.rateLimit ? `${l.rateLimit.max} per ${l.rateLimit.durationMs} ms` : '-',
+      rateText(l?.rateLimit),
+      l?.group?.concurrency ?? '-',
+      rateText(l?.group?.rateLimit),
     ]),
-    [1, 2],
+    [1, 2, 4],
   )
   return `${counts}\nlimits:\n${limits}`
 }

@@ -42,9 +42,11 @@ export interface JobContext {
   /** Stores `value` (a number or small JSON) as `job.progress`; throws `LeaseLostError` if the lease was lost. */
   updateProgress(value: unknown): Promise<void>
   /**
-   * The upstream answered 429: no job of this queue starts, on any worker, for `ms` (database clock), and this job goes
-   * back to `waiting` without counting its attempt. Always throws (`RetryLaterError`); the job is given back even if
-   * you catch it. docs/flow-control.md.
+   * The upstream answered 429: no job of this queue (`options.scope` 'queue', the default) or of this job's group
+   * ('group': other groups go on) starts, on any worker, for `ms` (database clock), and this job goes back to
+   * `waiting` without counting its attempt. Always throws (`RetryLaterError`); the job is given back even if you catch
+   * it. A job without a group asking for 'group' gets a `ValidationError` naming `options.scope`, and is not given back.
+   * docs/flow-control.md.
    */
   rateLimit(ms: number, options?: RateLimitOptions): Promise<never>
   /** The worker's logger, bound to this run: `queue`, `worker`, `jobId`, `jobName` and `attempt` on every line. */
@@ -197,11 +199,22 @@ export class HeldJob<Data> implements JobContext {
   }
 
   private async holdQueue(ms: number, options?: RateLimitOptions): Promise<never> {
-    const holdMs = checkRateLimitCall(ms, options)
+    const hold = checkRateLimitCall(ms, options)
     this.checkUsable('ctx.rateLimit')
-    await this.#services.store.holdQueue(holdMs)
+    const { store } = this.#services
+    if (hold.scope === 'group') {
+      const held = await store.holdGroup(this.id, this.token, hold.ms)
+      if (held === 'lost') throw new LeaseLostError(this.id)
+      if (held === 'no-group')
+        fail('INVALID_TYPE', 'options.scope', `'group' needs a job added with a group; job ${this.id} has none`)
+    } else {
+      await store.holdQueue(hold.ms)
+    }
     this.retryLaterMs = 0
-    throw new RetryLaterError(0, `pgonce: job ${this.id} hit a rate limit; its queue starts nothing for ${holdMs} ms`)
+    throw new RetryLaterError(
+      0,
+      `pgonce: job ${this.id} hit a rate limit; its ${hold.scope} starts nothing for ${hold.ms} ms`,
+    )
   }
 
   /** Throws at the call, before anything is written, when the job can no longer take writes of this run. */

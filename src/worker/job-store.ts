@@ -100,6 +100,8 @@ export class JobStore {
   private turn: Promise<unknown> = Promise.resolve()
   /** Whether the queue has limits (sql/queue-limited.sql), as last read; null: not read yet. */
   private limited: boolean | null = null
+  /** Whether those limits include group limits (or a held group): sql/claim-jobs-grouped.sql. */
+  private grouped = false
   private limitedAt = 0
 
   constructor(
@@ -135,6 +137,7 @@ export class JobStore {
    * tokens beginning with `tokenPrefix` (newTokenPrefix()), each run's deadline set (timeout_at). A queue with limits
    * is claimed with sql/claim-jobs-limited.sql; sql/claim-jobs.sql, which a queue without limits keeps, gives nothing
    * for one, so that a limit set after this worker last looked is obeyed at once: an empty plain claim looks again.
+   * A queue with group limits, or a group held by ctx.rateLimit, is claimed with sql/claim-jobs-grouped.sql.
    */
   async claim(limit: number, from: ClaimCursor, tokenPrefix: string): Promise<FetchedRow[]> {
     if (this.limited === null || (this.limited && performance.now() - this.limitedAt > LIMITS_RECHECK_MS)) {
@@ -146,17 +149,29 @@ export class JobStore {
       await this.readLimited()
       if (!this.limited) return rows
     }
-    return this.claimWith('claim-jobs-limited', limit, from, tokenPrefix)
+    if (this.grouped) return this.claimWith('claim-jobs-grouped', limit, from, tokenPrefix)
+    const rows = await this.claimWith('claim-jobs-limited', limit, from, tokenPrefix)
+    if (rows.length > 0) return rows
+    // claim-jobs-limited gives nothing once the queue has group limits: look again.
+    await this.readLimited()
+    if (!this.grouped) return rows
+    return this.claimWith('claim-jobs-grouped', limit, from, tokenPrefix)
+  }
+
+  /** Whether the queue had group limits (or a held group) when last read: see src/worker/worker.ts. */
+  get claimsGrouped(): boolean {
+    return this.limited === true && this.grouped
   }
 
   private async readLimited(): Promise<void> {
-    const { rows } = await this.run<{ limited: boolean }>('queue-limited', [this.queue])
+    const { rows } = await this.run<{ limited: boolean; grouped: boolean }>('queue-limited', [this.queue])
     this.limited = rows[0]?.limited ?? false
+    this.grouped = rows[0]?.grouped ?? false
     this.limitedAt = performance.now()
   }
 
   private async claimWith(
-    statement: 'claim-jobs' | 'claim-jobs-limited',
+    statement: 'claim-jobs' | 'claim-jobs-limited' | 'claim-jobs-grouped',
     limit: number,
     from: ClaimCursor,
     tokenPrefix: string,
@@ -243,6 +258,16 @@ export class JobStore {
   /** ctx.rateLimit: no job of the queue starts for `ms` (database clock). */
   async holdQueue(ms: number): Promise<void> {
     await this.run('hold-queue', [this.queue, ms])
+  }
+
+  /**
+   * ctx.rateLimit with scope 'group': no job of this run's job's group starts for `ms`. 'lost' if the run no longer
+   * holds the job, 'no-group' if the job has none (nothing is written then).
+   */
+  async holdGroup(id: string, token: string, ms: number): Promise<'held' | 'lost' | 'no-group'> {
+    const { rows } = await this.run<{ held: boolean; grouped: boolean }>('hold-group', [id, token, ms])
+    const r = rows[0]
+    return r?.held !== true ? 'lost' : r.grouped ? 'held' : 'no-group'
   }
 
   /** Stores a running job's progress; false if the lease was lost. */

@@ -151,7 +151,11 @@ export class Worker<Data = unknown, Result = unknown>
       { cache: this.#cache, queue: this.queue },
     )
     this.effectOutcomes = this.#effects.outcomes
-    this.#completer = new Completer<Data, Result>(store, this, this, report, logger, this.queue)
+    // A claim of a queue with group limits may have found every group it could serve held (the worker sleeps): its own
+    // completions free group slots. Not for queue-wide limits: the worker would take back every slot it frees.
+    this.#completer = new Completer<Data, Result>(store, this, this, report, logger, this.queue, () =>
+      this.#fetcher.wake(),
+    )
     this.runOutcomes = this.#completer.outcomes
     const services = {
       pool,

@@ -20,7 +20,15 @@ interface JobRow extends SummaryRow {
   queue_paused: boolean
   not_due: boolean
   open_parents: number
-  held_by: 'paused' | 'ctx.rateLimit' | 'concurrency' | 'rateLimit' | null
+  held_by:
+    | 'paused'
+    | 'ctx.rateLimit'
+    | 'concurrency'
+    | 'rateLimit'
+    | 'group ctx.rateLimit'
+    | 'group concurrency'
+    | 'group rate'
+    | null
   limit_concurrency: number | null
   limit_rate_max: number | null
   limit_rate_duration_ms: string | null
@@ -104,6 +112,10 @@ function limitReason(j: JobRow): { reason: string; detail: string; until?: strin
         detail: `a handler's ctx.rateLimit holds queue ${j.queue}`,
         ...(j.limit_held_until !== null ? { until: j.limit_held_until.toISOString() } : {}),
       }
+    case 'group concurrency':
+    case 'group rate':
+    case 'group ctx.rateLimit':
+      return { reason: 'limit', detail: `its group is held by the queue's ${j.held_by.slice(6)} limit` }
     default:
       return null
   }

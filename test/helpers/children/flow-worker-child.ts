@@ -1,6 +1,6 @@
 // A worker in its own process for the flow-control tests: records each run's start and end (database clock) in
 // <schema>.runs. A job's data says what its handler does: holdMs (sleep), hang (never finish), fail (throw),
-// rateLimitMs (ctx.rateLimit on its first run).
+// rateLimitMs (ctx.rateLimit on its first run, of rateLimitScope); group is recorded with the run.
 
 import pg from 'pg'
 import { Worker } from '../../../src/index.js'
@@ -19,6 +19,7 @@ interface Data {
   hang?: boolean
   fail?: boolean
   rateLimitMs?: number
+  rateLimitScope?: 'queue' | 'group'
   group?: string
 }
 
@@ -37,7 +38,8 @@ const worker = new Worker<Data>(
       if (job.data.rateLimitMs !== undefined) {
         // Only on the job's first run: the run it gives back is not counted in job.attempts.
         const runs = await pool.query(`select 1 from "${schema}".runs where job_id = $1`, [job.id])
-        if (runs.rowCount === 1) await ctx.rateLimit(job.data.rateLimitMs)
+        if (runs.rowCount === 1)
+          await ctx.rateLimit(job.data.rateLimitMs, { scope: job.data.rateLimitScope ?? 'queue' })
       }
       if (job.data.fail) throw new Error('asked to fail')
       return { by: process.pid }
