@@ -1,6 +1,7 @@
 // The cost of flow control on a drain (docs/flow-control.md, "What it costs"): W4's shape (a backlog of no-op jobs,
 // one Worker of concurrency 16, batchSize 2,000) drained in rounds that rotate the sides' order, each side on a fresh
-// schema: pgonce without limits, pgonce with limits it never reaches (concurrency 1,000 and 10,000 starts per ms),
+// schema: pgonce without limits, pgonce with limits it never reaches (concurrency 5,000, above the 2,016 jobs the
+// Worker holds at most, and 10,000 starts per ms),
 // pgonce with the jobs spread over 1,000 groups of concurrency 1 (FLOW_GROUPS groups; a job of each group at a time,
 // so the claims go through sql/claim-jobs-grouped.sql), and, with FLOW_BASELINE=<dir> (a checkout of an earlier
 // commit with node_modules), that commit without limits.
@@ -16,7 +17,7 @@ const url = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test
 const jobs = Number(process.env.FLOW_JOBS ?? 10_000)
 const rounds = Number(process.env.FLOW_ROUNDS ?? 5)
 const limits = JSON.parse(
-  process.env.FLOW_LIMITS ?? '{"concurrency":1000,"rateLimit":{"max":10000,"durationMs":1}}',
+  process.env.FLOW_LIMITS ?? '{"concurrency":5000,"rateLimit":{"max":10000,"durationMs":1}}',
 ) as import('../src/index.js').Limits
 
 const groups = Number(process.env.FLOW_GROUPS ?? 1_000)

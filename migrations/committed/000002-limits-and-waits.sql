@@ -1,6 +1,22 @@
---! Previous: sha1:c7225af73f7fae5965f6d9d512f9760e71bd9ace
---! Hash: sha1:25ac095ba400402dd90c15332c2ae5036ffbe24b
---! Message: flow-control
+--! Previous: sha1:547927876b4f15da8377ddce619d149f16a53fea
+--! Hash: sha1:02e9e80abbe2a9406c2df5b89b5823d1059a1aec
+--! Message: limits-and-waits
+
+-- What came after the baseline, in one step (none of it was published apart): a ledger row names its job (the
+-- dashboard's effects), flow control (queue-wide and per-group limits), and queue.waitForJob's marker. Each part below
+-- says what it does.
+
+-- ---- Effects know their job ----------------------------------------------------------------------------------
+
+-- A ledger row names the job whose ctx.effect recorded it (null: recorded by effects.record() outside a job, or
+-- before this column existed), so that a job's page (the dashboard, SQL) lists its effects. No foreign key: the
+-- ledger outlives the jobs retention deletes, and an effect stays recorded after its job is gone.
+alter table :PGONCE_SCHEMA.processed_effects add column job_id bigint;
+create index processed_effects_job on :PGONCE_SCHEMA.processed_effects (job_id) where job_id is not null;
+comment on column :PGONCE_SCHEMA.processed_effects.job_id is
+  'The job whose ctx.effect recorded the row; null: recorded outside a job (effects.record()).';
+
+-- ---- Flow control -------------------------------------------------------------------------------------------------
 
 -- Flow control (docs/flow-control.md): a queue-wide concurrency and a sliding-window rate limit, stored per queue in
 -- queue_settings (queue.setLimits) and enforced by the claim itself through reservation rows: a claim of a limited
@@ -331,3 +347,30 @@ begin
   end loop;
 end
 $$;
+
+-- ---- Waiting for a job --------------------------------------------------------------------------------------------
+
+-- queue.waitForJob(id) marks the job it waits for (jobs.waited); when a marked job reaches a terminal state, the
+-- jobs_waited trigger NOTIFYs its id on the schema's waiters channel (the workers' channel followed by ':done', which
+-- no worker listens on). Only marked jobs fire it: the trigger's WHEN is a column test evaluated as the row is
+-- updated, so a job nobody waits for queues no trigger event and sends no NOTIFY (docs/architecture.md, "Waiting for
+-- a job"). The flag stays once set: a marked job retried after it failed notifies again when it ends, which only
+-- wakes a waiter that is no longer there, if any. A constant default: adding the column rewrites no row.
+alter table :PGONCE_SCHEMA.jobs add column waited boolean not null default false;
+comment on column :PGONCE_SCHEMA.jobs.waited is
+  'queue.waitForJob() waits (or waited) for this job: its end NOTIFYs its id on the waiters channel (jobs_waited).';
+
+-- The trigger function of jobs_waited: the payload is the job's id, delivered at commit.
+create function :PGONCE_SCHEMA._job_waited() returns trigger
+language plpgsql as $$
+begin
+  perform pg_notify(:PGONCE_CHANNEL || ':done', new.id::text);
+  return null;
+end
+$$;
+
+-- A job that someone waits for reaches a terminal state.
+create trigger jobs_waited after update of state on :PGONCE_SCHEMA.jobs
+for each row
+when (new.waited and :PGONCE_SCHEMA._is_terminal(new.state) and not :PGONCE_SCHEMA._is_terminal(old.state))
+execute function :PGONCE_SCHEMA._job_waited();
