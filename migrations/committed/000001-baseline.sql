@@ -1,12 +1,12 @@
 --! Previous: -
---! Hash: sha1:547927876b4f15da8377ddce619d149f16a53fea
+--! Hash: sha1:39f9c1f11809c69f1d2ebd451053b29e60323897
 --! Message: baseline
 
 -- pgonce's schema, whole, in reading order: the types, the tables (with their autovacuum settings), the rules every
--- statement shares, the indexes built on them, waking workers, a job's end, adding jobs (the SQL API), what a worker
--- receives, the Redis layer's invalidation, and the inspection views. Each object says why it exists;
--- docs/architecture.md ("The rules, each written once") says which rule protects what, and docs/sql-and-migrations.md
--- describes the tables, the SQL API and the triggers for users.
+-- statement shares, the indexes built on them, waking workers, a job's end (flow control's slots and waitForJob's
+-- marker included), adding jobs (the SQL API), what a worker receives, the Redis layer's invalidation, and the
+-- inspection views. Each object says why it exists; docs/architecture.md ("The rules, each written once") says which
+-- rule protects what, and docs/sql-and-migrations.md describes the tables, the SQL API and the triggers for users.
 --
 -- :PGONCE_SCHEMA is replaced by the (allow-listed, quoted) schema name, and :PGONCE_CHANNEL by the LISTEN/NOTIFY
 -- channel of that schema (a string literal), by pgonce's runner and by graphile-migrate (.gmrc).
@@ -109,7 +109,20 @@ create table :PGONCE_SCHEMA.jobs (
   stalls        integer not null default 0,
   -- A run's deadline: the claim sets timeout_at from timeout_ms (else the worker's timeoutMs) on the database clock.
   timeout_ms    integer check (timeout_ms > 0),
-  timeout_at    timestamptz
+  timeout_at    timestamptz,
+  -- The concurrency slot the current (or last) run of a job took, null if none; negated (-slot) once its completion
+  -- (sql/complete-jobs.sql) freed it, in one update for the batch. Only a run still holding its slot (> 0) fires
+  -- jobs_slot_released (its WHEN), so a completion, and the end of a job that took no slot (a queue without limits, or
+  -- with a rate limit only), call no trigger function; the other ends free the slot by primary key.
+  limit_slot    integer,
+  -- A job's group (add(name, data, { group: { id } })), null for none: 1 to 128 characters. group_slot is the group
+  -- concurrency slot its current (or last) run took, as limit_slot (negated once its completion freed it).
+  group_id      text constraint jobs_group_id check (group_id <> '' and length(group_id) <= 128),
+  group_slot    integer,
+  -- queue.waitForJob(id) marks the job it waits for; its end then NOTIFYs its id (jobs_waited, "A job's end"). The
+  -- flag stays once set: a marked job retried after it failed notifies again when it ends, which only wakes a waiter
+  -- that is no longer there, if any.
+  waited        boolean not null default false
 ) with (
   -- Every job is updated two or three times and then deleted by retention, so dead row versions pile up fast, and
   -- the default 20 % scale factor waits for a fifth of the table to be dead: vacuum after 1 % (plus 1,000 rows), and
@@ -129,6 +142,8 @@ comment on column :PGONCE_SCHEMA.jobs.timeout_ms is
   'queue.add''s timeoutMs: how long a run may take, in ms; null: the worker''s timeoutMs, if any.';
 comment on column :PGONCE_SCHEMA.jobs.timeout_at is
   'The current (or last) run''s deadline, set by the claim: started_at + timeout_ms, else the worker''s timeoutMs.';
+comment on column :PGONCE_SCHEMA.jobs.waited is
+  'queue.waitForJob() waits (or waited) for this job: its end NOTIFYs its id on the waiters channel (jobs_waited).';
 
 -- The edges of dependsOn: job_id waits on depends_on. Every edge is kept, blocking or not: a live dependent keeps
 -- its parents from being replaced or pruned. The edges go with either job.
@@ -166,8 +181,14 @@ create table :PGONCE_SCHEMA.execution_claims (
 -- The durable ledger of effects that happened (docs/effects.md): a row means the effect was applied.
 create table :PGONCE_SCHEMA.processed_effects (
   effect_key   text primary key,
-  recorded_at  timestamptz not null default now()
+  recorded_at  timestamptz not null default now(),
+  -- The job whose ctx.effect recorded the row (null: recorded by effects.record() outside a job), so that a job's
+  -- page (the dashboard, SQL) lists its effects. No foreign key: the ledger outlives the jobs retention deletes, and an
+  -- effect stays recorded after its job is gone.
+  job_id       bigint
 );
+comment on column :PGONCE_SCHEMA.processed_effects.job_id is
+  'The job whose ctx.effect recorded the row; null: recorded outside a job (effects.record()).';
 
 -- Per-queue settings, shared by every process (docs/operations.md). A queue never configured has no row: the
 -- defaults apply.
@@ -177,10 +198,86 @@ create table :PGONCE_SCHEMA.queue_settings (
   completed_retention_ms  bigint check (completed_retention_ms >= 0),
   failed_retention_ms     bigint check (failed_retention_ms >= 0),
   max_completed           integer check (max_completed >= 0),
-  updated_at              timestamptz not null default now()
+  updated_at              timestamptz not null default now(),
+  -- Flow control (docs/flow-control.md, and limit_slots below): queue.setLimits's queue-wide concurrency and rate
+  -- limit, and ctx.rateLimit's hold of the queue.
+  concurrency             integer check (concurrency > 0),
+  rate_max                integer check (rate_max > 0),
+  rate_duration_ms        bigint check (rate_duration_ms > 0),
+  rate_paused_until       timestamptz,
+  -- The same limits for each group of the queue (jobs.group_id), and the latest hold of any of its groups.
+  group_concurrency       integer check (group_concurrency > 0),
+  group_rate_max          integer check (group_rate_max > 0),
+  group_rate_duration_ms  bigint check (group_rate_duration_ms > 0),
+  group_paused_until      timestamptz,
+  constraint queue_settings_rate_limit check ((rate_max is null) = (rate_duration_ms is null)),
+  constraint queue_settings_group_rate_limit check ((group_rate_max is null) = (group_rate_duration_ms is null))
 );
 comment on table :PGONCE_SCHEMA.queue_settings is
   'Per queue: paused (workers claim nothing), retention of completed (and cancelled) and failed jobs in ms, at most max_completed completed jobs kept; null: the default of _retention_defaults().';
+comment on column :PGONCE_SCHEMA.queue_settings.concurrency is
+  'queue.setLimits concurrency: at most this many jobs of the queue active at once (limit_slots); null: no limit.';
+comment on column :PGONCE_SCHEMA.queue_settings.rate_max is
+  'queue.setLimits rateLimit.max: at most this many starts in any rate_duration_ms (limit_rate_slots); null: no limit.';
+comment on column :PGONCE_SCHEMA.queue_settings.rate_paused_until is
+  'ctx.rateLimit(ms): no job of the queue starts before this time.';
+comment on column :PGONCE_SCHEMA.queue_settings.group_concurrency is
+  'setLimits group.concurrency: at most this many jobs of each group active at once; null: no limit.';
+comment on column :PGONCE_SCHEMA.queue_settings.group_rate_max is
+  'setLimits group.rateLimit.max: at most this many starts of each group in any group_rate_duration_ms.';
+comment on column :PGONCE_SCHEMA.queue_settings.group_paused_until is
+  'The latest ctx.rateLimit(ms, { scope: ''group'' }) hold of any group of the queue (limit_groups.paused_until).';
+
+-- Flow control (docs/flow-control.md): a queue-wide concurrency and a sliding-window rate limit, stored per queue in
+-- queue_settings (queue.setLimits) and enforced by the claim itself through reservation rows: a claim of a limited
+-- queue (sql/claim-jobs-limited.sql) takes free rows FOR UPDATE SKIP LOCKED and starts at most as many jobs as it
+-- took, in one statement. A concurrency slot is freed by the trigger jobs_slot_released in the transaction that ends
+-- the run, fenced by its lock token; a rate row is never freed, it ages: it may be taken again durationMs after its
+-- last start. Groups (jobs.group_id): the same limits per group id (queue_settings.group_*), enforced by
+-- sql/claim-jobs-grouped.sql with the group's own slot and rate rows, made by the claims that first take them; it
+-- serves the groups fairly, the one whose slot was taken longest ago first (limit_slots.taken_at).
+
+-- A concurrency limit's slots: `concurrency` rows per queue (group_id '' for the queue-wide limit), free while job_id
+-- is null. A group's slots (group_id the group's id) are made by the grouped claim that first takes them (an upsert
+-- that takes a missing or free row, re-checked on its newest version), and record when they were last taken
+-- (taken_at: the group's last service, which orders the groups for fairness). A claim takes free ones FOR UPDATE SKIP
+-- LOCKED and writes its job's id and lock token into each. Only the primary key is indexed, and half of each page is
+-- left free, so that taking and freeing a slot are HOT updates (no index entry to write; each claim and each end of a
+-- run updates a slot row).
+create table :PGONCE_SCHEMA.limit_slots (
+  queue       text not null,
+  group_id    text not null default '',
+  slot        integer not null check (slot > 0),
+  job_id      bigint,
+  lock_token  uuid,
+  taken_at    timestamptz not null default '-infinity',
+  primary key (queue, group_id, slot)
+) with (fillfactor = 50);
+comment on table :PGONCE_SCHEMA.limit_slots is
+  'Concurrency slots (queue.setLimits concurrency): job_id and lock_token of the run holding each, null when free.';
+
+-- A rate limit's rows: `max` rows per queue, each holding the time of the start that last used it. A start takes a row
+-- last used at least durationMs ago, so no interval of durationMs holds more than max starts. Half of each page is
+-- left free so that a start's update of used_at is a HOT update, as for limit_slots.
+create table :PGONCE_SCHEMA.limit_rate_slots (
+  queue     text not null,
+  group_id  text not null default '',
+  slot      integer not null check (slot > 0),
+  used_at   timestamptz not null default '-infinity',
+  primary key (queue, group_id, slot)
+) with (fillfactor = 50);
+comment on table :PGONCE_SCHEMA.limit_rate_slots is
+  'Rate-limit rows (queue.setLimits rateLimit): the start that last used each; reusable rate_duration_ms later.';
+
+-- A group's ctx.rateLimit(ms, { scope: 'group' }) hold: none of its jobs starts before paused_until.
+create table :PGONCE_SCHEMA.limit_groups (
+  queue         text not null,
+  group_id      text not null,
+  paused_until  timestamptz not null,
+  primary key (queue, group_id)
+);
+comment on table :PGONCE_SCHEMA.limit_groups is
+  'Groups held by a handler''s ctx.rateLimit(ms, { scope: ''group'' }): none of their jobs starts before paused_until.';
 
 -- Schema-wide settings: one row, inserted here.
 create table :PGONCE_SCHEMA.settings (
@@ -337,6 +434,35 @@ language sql stable parallel safe as $$
   select coalesce((select s.paused from :PGONCE_SCHEMA.queue_settings s where s.queue = p_queue), false)
 $$;
 
+-- Whether a queue's settings limit its groups (or hold one of them now).
+create function :PGONCE_SCHEMA._grouped(s :PGONCE_SCHEMA.queue_settings) returns boolean
+language sql stable parallel safe as $$
+  select s.group_concurrency is not null or s.group_rate_max is not null or coalesce(s.group_paused_until > now(), false)
+$$;
+
+-- Whether a claim of p_queue must go through sql/claim-jobs-limited.sql: it has a limit, or ctx.rateLimit holds it.
+-- The plain claim (sql/claim-jobs.sql) gives nothing for such a queue, nor for a paused one: one lookup of its row.
+create function :PGONCE_SCHEMA._queue_held(p_queue text) returns boolean
+language sql stable parallel safe as $$
+  select coalesce((select s.paused or s.concurrency is not null or s.rate_max is not null
+                     or coalesce(s.rate_paused_until > now(), false) or :PGONCE_SCHEMA._grouped(s)
+                   from :PGONCE_SCHEMA.queue_settings s where s.queue = p_queue), false)
+$$;
+
+-- Whether p_queue has a limit (the worker's choice of claim statement; sql/queue-limited.sql).
+create function :PGONCE_SCHEMA._queue_limited(p_queue text) returns boolean
+language sql stable parallel safe as $$
+  select coalesce((select s.concurrency is not null or s.rate_max is not null
+                     or coalesce(s.rate_paused_until > now(), false) or :PGONCE_SCHEMA._grouped(s)
+                   from :PGONCE_SCHEMA.queue_settings s where s.queue = p_queue), false)
+$$;
+
+-- Whether p_queue's claims go through sql/claim-jobs-grouped.sql: it has a group limit, or a group is held.
+create function :PGONCE_SCHEMA._queue_grouped(p_queue text) returns boolean
+language sql stable parallel safe as $$
+  select coalesce((select :PGONCE_SCHEMA._grouped(s) from :PGONCE_SCHEMA.queue_settings s where s.queue = p_queue), false)
+$$;
+
 -- What retention may prune: a terminal job, unless it still gives a held TTL key its meaning (a key whose owner is gone
 -- is not held, so the owner must stay for the key's whole window), a live dependent waits on it, or an older terminal
 -- generation of its jobId is still there (getJobByCustomId answers with the newest terminal generation: prune them
@@ -397,6 +523,10 @@ create index jobs_job_id_history on :PGONCE_SCHEMA.jobs (job_id, id)
 -- The claim order of workers: priority, then run_at, then id.
 create index jobs_due on :PGONCE_SCHEMA.jobs (queue, priority, run_at, id)
   where :PGONCE_SCHEMA._is_queued(state);
+-- The queued jobs of each group in the claim order: a grouped claim finds the groups with queued jobs (one descent
+-- each) and each group's next jobs. Partial: a job without a group adds no entry.
+create index jobs_group_due on :PGONCE_SCHEMA.jobs (queue, group_id, priority, run_at, id)
+  where group_id is not null and :PGONCE_SCHEMA._is_queued(state);
 -- The next delayed job of a queue, for a worker's due timer (without walking jobs_due's entries of waiting jobs).
 create index jobs_delayed on :PGONCE_SCHEMA.jobs (queue, run_at)
   where state = 'delayed';
@@ -422,6 +552,8 @@ create index execution_claims_expiry on :PGONCE_SCHEMA.execution_claims (expires
   where expires_at is not null;
 -- What ledger retention walks, oldest first.
 create index processed_effects_recorded on :PGONCE_SCHEMA.processed_effects (recorded_at);
+-- The effects a job recorded, for its page (the dashboard).
+create index processed_effects_job on :PGONCE_SCHEMA.processed_effects (job_id) where job_id is not null;
 -- A queue's due schedulers, for its workers' ticks.
 create index job_schedulers_due on :PGONCE_SCHEMA.job_schedulers (queue, next_run_at);
 
@@ -547,6 +679,60 @@ create trigger jobs_removed before delete on :PGONCE_SCHEMA.jobs
 for each row
 when (old.has_dependents and old.state <> 'completed')
 execute function :PGONCE_SCHEMA._job_removed();
+
+-- The trigger function of jobs_slot_released: frees the slots the ended run took, its queue-wide slot (jobs.limit_slot)
+-- and its group's (jobs.group_slot), each found by primary key and fenced by the run's lock token (a slot a later run
+-- of the job took carries the later token, and a slot is freed once).
+create function :PGONCE_SCHEMA._job_slot_released() returns trigger
+language plpgsql as $$
+begin
+  if old.limit_slot > 0 then
+    update :PGONCE_SCHEMA.limit_slots set job_id = null, lock_token = null
+    where queue = old.queue and group_id = '' and slot = old.limit_slot
+      and job_id = old.id and lock_token = old.lock_token;
+  end if;
+  if old.group_slot > 0 then
+    update :PGONCE_SCHEMA.limit_slots set job_id = null, lock_token = null
+    where queue = old.queue and group_id = old.group_id and slot = old.group_slot
+      and job_id = old.id and lock_token = old.lock_token;
+  end if;
+  return null;
+end
+$$;
+
+-- A run that took a slot leaves 'active', whatever ends it: failure, retry, cancel, give-back, lease rescue, timeout,
+-- an operator's UPDATE, in the same transaction; a completion by sql/complete-jobs.sql frees its slots itself
+-- (limit_slot and group_slot negated, so this WHEN is false).
+create trigger jobs_slot_released after update of state on :PGONCE_SCHEMA.jobs
+for each row when (old.state = 'active' and new.state <> 'active'
+  and ((old.limit_slot > 0 and new.limit_slot > 0) or (old.group_slot > 0 and new.group_slot > 0)))
+execute function :PGONCE_SCHEMA._job_slot_released();
+
+-- An active job deleted (removeJob refuses it; an operator's DELETE does not).
+create trigger jobs_slot_deleted after delete on :PGONCE_SCHEMA.jobs
+for each row when (old.state = 'active' and (old.limit_slot > 0 or old.group_slot > 0))
+execute function :PGONCE_SCHEMA._job_slot_released();
+
+-- Waiting for a job: queue.waitForJob(id) marks the job it waits for (jobs.waited); when a marked job reaches a
+-- terminal state, the jobs_waited trigger NOTIFYs its id on the schema's waiters channel (the workers' channel followed
+-- by ':done', which no worker listens on). Only marked jobs fire it: the trigger's WHEN is a column test evaluated as
+-- the row is updated, so a job nobody waits for queues no trigger event and sends no NOTIFY (docs/architecture.md,
+-- "Waiting for a job").
+
+-- The trigger function of jobs_waited: the payload is the job's id, delivered at commit.
+create function :PGONCE_SCHEMA._job_waited() returns trigger
+language plpgsql as $$
+begin
+  perform pg_notify(:PGONCE_CHANNEL || ':done', new.id::text);
+  return null;
+end
+$$;
+
+-- A job that someone waits for reaches a terminal state.
+create trigger jobs_waited after update of state on :PGONCE_SCHEMA.jobs
+for each row
+when (new.waited and :PGONCE_SCHEMA._is_terminal(new.state) and not :PGONCE_SCHEMA._is_terminal(old.state))
+execute function :PGONCE_SCHEMA._job_waited();
 
 -- =================================================================================================================
 -- Adding jobs
@@ -865,11 +1051,29 @@ begin
 end
 $$;
 
+-- An add's answer, the job it inserted (added, replaced) put in group p_group_id (null: none, the answer as it is).
+-- add_job() and add_jobs() admit through _admit_one(), which knows no group: the group is set on the row it inserted,
+-- in the same transaction, so only an add with a group pays for it. A duplicate's owner keeps its own group.
+create function :PGONCE_SCHEMA._group_admitted(a :PGONCE_SCHEMA.admission, p_group_id text)
+returns :PGONCE_SCHEMA.admission
+language plpgsql volatile as $$
+declare
+  v_job :PGONCE_SCHEMA.jobs;
+begin
+  if p_group_id is not null and a.outcome in ('added', 'replaced') then
+    update :PGONCE_SCHEMA.jobs set group_id = p_group_id where id = (a.job).id returning * into v_job;
+    a.job := v_job;
+  end if;
+  return a;
+end
+$$;
+
 -- Adds one job with the rules of docs/deduplication.md: the SQL face of queue.add, for triggers, psql and any client.
 -- A rejection (error EXTEND_NOT_PENDING, REPLACE_HAS_DEPENDENTS, DEPENDENCY_NOT_FOUND) writes nothing; it raises
 -- SQLSTATE PO001 unless raise_rejection is false, in which case it comes back in the error column. run_at is an
 -- absolute due time instead of delay_ms (both: SQLSTATE 22023). timeout_ms: how long a run may take, in ms (> 0, the
--- CHECK of jobs.timeout_ms; null: the worker's timeoutMs, if any).
+-- CHECK of jobs.timeout_ms; null: the worker's timeoutMs, if any). group_id: the job's group (null: none; 1 to 128
+-- characters, else SQLSTATE 22023).
 create function :PGONCE_SCHEMA.add_job(
   queue text, name text, data jsonb default '{}'::jsonb, job_id text default null,
   dedup_id text default null, dedup_ttl_ms bigint default null,
@@ -877,7 +1081,7 @@ create function :PGONCE_SCHEMA.add_job(
   delay_ms bigint default null, priority integer default null,
   max_attempts integer default null, backoff jsonb default null,
   depends_on bigint[] default null, raise_rejection boolean default true, trace_context text default null,
-  run_at timestamptz default null, timeout_ms integer default null
+  run_at timestamptz default null, timeout_ms integer default null, group_id text default null
 ) returns :PGONCE_SCHEMA.admission
 language plpgsql volatile as $$
 declare
@@ -885,6 +1089,9 @@ declare
 begin
   if $9 is not null and $16 is not null then
     raise exception 'pgonce: give delay_ms or run_at, not both' using errcode = '22023';
+  end if;
+  if $18 = '' or length($18) > 128 then
+    raise exception 'pgonce: group_id must be 1 to 128 characters' using errcode = '22023';
   end if;
   -- One item needs no savepoint; only an extend, a replace or a dependency takes locks first. A plain item goes
   -- through _admit_one() too: with no jobId, key or dependency it is its INSERT alone.
@@ -895,6 +1102,9 @@ begin
   select 1, a.outcome, a.error, a.job into v_answer from :PGONCE_SCHEMA._admit_one($1, $2, $3, $4, $5, $6,
     coalesce($7, false), coalesce($8, false), coalesce($9, :PGONCE_SCHEMA._delay_until($16)), $10, $11, $12, $13, $15,
     $17) a;
+  if $18 is not null then
+    v_answer := :PGONCE_SCHEMA._group_admitted(v_answer, $18);
+  end if;
   if v_answer.outcome in ('added', 'replaced') and :PGONCE_SCHEMA._is_queued((v_answer.job).state) then
     perform :PGONCE_SCHEMA._wake($1);
   end if;
@@ -911,10 +1121,10 @@ $$;
 
 -- addBulk from SQL: items is a jsonb array of objects with keys name, data, jobId, dedupId, dedupTtlMs, extend,
 -- replace, delayMs, runAt (a timestamptz string, or epoch ms), priority, attempts, backoff, dependsOn (an array of
--- job ids), timeoutMs. An item that is not an object, has any other key (a typo must never drop a guarantee silently), or has
--- both delayMs and runAt, is refused with SQLSTATE 22023 and nothing is added. All or nothing, as _add_jobs: a
--- rejected item raises PO001 (detail: its error), unless raise_rejection is false, in which case it comes back as the
--- only row.
+-- job ids), timeoutMs, groupId (a string of 1 to 128 characters). An item that is not an object, has any other key (a
+-- typo must never drop a guarantee silently), has both delayMs and runAt, or a groupId that is not such a string, is
+-- refused with SQLSTATE 22023 and nothing is added. All or nothing, as _add_jobs: a rejected item raises PO001
+-- (detail: its error), unless raise_rejection is false, in which case it comes back as the only row.
 create function :PGONCE_SCHEMA.add_jobs(queue text, items jsonb, raise_rejection boolean default true)
 returns setof :PGONCE_SCHEMA.admission
 language plpgsql volatile as $$
@@ -924,10 +1134,10 @@ declare
 begin
   select e into v_bad from jsonb_array_elements(items) e
   where jsonb_typeof(e) <> 'object'
-     or e - '{name,data,jobId,dedupId,dedupTtlMs,extend,replace,delayMs,runAt,priority,attempts,backoff,dependsOn,timeoutMs}'::text[] <> '{}'::jsonb
+     or e - '{name,data,jobId,dedupId,dedupTtlMs,extend,replace,delayMs,runAt,priority,attempts,backoff,dependsOn,timeoutMs,groupId}'::text[] <> '{}'::jsonb
   limit 1;
   if found then
-    raise exception 'pgonce: add_jobs() items are objects with the keys name, data, jobId, dedupId, dedupTtlMs, extend, replace, delayMs, runAt, priority, attempts, backoff, dependsOn, timeoutMs (item: %)',
+    raise exception 'pgonce: add_jobs() items are objects with the keys name, data, jobId, dedupId, dedupTtlMs, extend, replace, delayMs, runAt, priority, attempts, backoff, dependsOn, timeoutMs, groupId (item: %)',
       left(v_bad::text, 200) using errcode = '22023';
   end if;
   select e into v_bad from jsonb_array_elements(items) e where e ? 'delayMs' and e ? 'runAt' limit 1;
@@ -935,8 +1145,15 @@ begin
     raise exception 'pgonce: add_jobs() items give delayMs or runAt, not both (item: %)', left(v_bad::text, 200)
       using errcode = '22023';
   end if;
+  select e into v_bad from jsonb_array_elements(items) e
+  where e ? 'groupId' and (jsonb_typeof(e->'groupId') <> 'string' or e->>'groupId' = '' or length(e->>'groupId') > 128)
+  limit 1;
+  if found then
+    raise exception 'pgonce: add_jobs() items give a groupId of 1 to 128 characters (item: %)', left(v_bad::text, 200)
+      using errcode = '22023';
+  end if;
   for v_answer in
-    select a.* from (
+    select (g.a).* from (
       select array_agg(e->>'name' order by o) n, array_agg(e->'data' order by o) d, array_agg(e->>'jobId' order by o) j,
         array_agg(e->>'dedupId' order by o) k, array_agg((e->>'dedupTtlMs')::bigint order by o) t,
         array_agg((e->>'extend')::boolean order by o) x, array_agg((e->>'replace')::boolean order by o) r,
@@ -946,9 +1163,11 @@ begin
         array_agg((e->>'priority')::integer order by o) p,
         array_agg((e->>'attempts')::integer order by o) as at, array_agg(e->'backoff' order by o) b,
         array_agg(case when e ? 'dependsOn' then translate((e->'dependsOn')::text, '[]"', '{}') end order by o) dep,
-        array_agg((e->>'timeoutMs')::integer order by o) tm
+        array_agg((e->>'timeoutMs')::integer order by o) tm, array_agg(e->>'groupId' order by o) gr
       from jsonb_array_elements(items) with ordinality e(e, o)
-    ) i, :PGONCE_SCHEMA._add_jobs($1, i.n, i.d, i.j, i.k, i.t, i.x, i.r, i.dl, i.p, i.at, i.b, i.dep, null, i.tm) a
+    ) i, :PGONCE_SCHEMA._add_jobs($1, i.n, i.d, i.j, i.k, i.t, i.x, i.r, i.dl, i.p, i.at, i.b, i.dep, null, i.tm) a,
+      lateral (select case when i.gr[a.ordinal] is null then a
+                           else :PGONCE_SCHEMA._group_admitted(a, i.gr[a.ordinal]) end as a offset 0) g
   loop
     if v_answer.error is not null and raise_rejection then
       raise exception 'pgonce: batch item % rejected: %', v_answer.ordinal, v_answer.error
@@ -1356,3 +1575,56 @@ create view :PGONCE_SCHEMA.failed_jobs as
 select id, queue, name, job_id, attempts, max_attempts, last_error, error_stack, finished_at, data
 from :PGONCE_SCHEMA.jobs
 where state = 'failed';
+
+-- Each queue's limits, the slots in use and how many starts its rate window holds now; the group limits and the group
+-- slots held now (all groups).
+create view :PGONCE_SCHEMA.queue_limits as
+select s.queue, s.concurrency, s.rate_max, s.rate_duration_ms, s.rate_paused_until,
+  (select count(*) from :PGONCE_SCHEMA.limit_slots l
+   where l.queue = s.queue and l.group_id = '' and l.job_id is not null)::integer as slots_in_use,
+  (select count(*) from :PGONCE_SCHEMA.limit_rate_slots r
+   where r.queue = s.queue and r.group_id = '' and r.slot <= s.rate_max
+     and r.used_at > now() - make_interval(secs => s.rate_duration_ms / 1000.0))::integer as rate_used,
+  s.group_concurrency, s.group_rate_max, s.group_rate_duration_ms,
+  (select count(*) from :PGONCE_SCHEMA.limit_slots l
+   where l.queue = s.queue and l.group_id <> '' and l.job_id is not null)::integer as group_slots_in_use
+from :PGONCE_SCHEMA.queue_settings s
+where s.concurrency is not null or s.rate_max is not null or s.rate_paused_until > now()
+  or :PGONCE_SCHEMA._grouped(s);
+
+-- The due queued jobs (waiting, or delayed and due: what a claim takes) of queues that hold them back now, and what
+-- holds each: 'paused', 'ctx.rateLimit' (a handler's hold of the queue), 'concurrency' (every slot is held),
+-- 'rateLimit' (the window holds max starts); for a job of a group, 'group ctx.rateLimit' (a handler's hold of its
+-- group), 'group concurrency' (its group holds group.concurrency slots) or 'group rate' (its group's window holds
+-- group.rateLimit.max starts). A due job of a queue not listed here waits only for a worker.
+create view :PGONCE_SCHEMA.held_jobs as
+select * from (
+  select j.id, j.queue, j.name, j.run_at, case
+      when s.paused then 'paused'
+      when s.rate_paused_until > now() then 'ctx.rateLimit'
+      when s.concurrency is not null and not exists (
+        select 1 from :PGONCE_SCHEMA.limit_slots l
+        where l.queue = s.queue and l.group_id = '' and l.slot <= s.concurrency and l.job_id is null) then 'concurrency'
+      when s.rate_max is not null and not exists (
+        select 1 from :PGONCE_SCHEMA.limit_rate_slots r
+        where r.queue = s.queue and r.group_id = '' and r.slot <= s.rate_max
+          and r.used_at <= now() - make_interval(secs => s.rate_duration_ms / 1000.0)) then 'rateLimit'
+      when j.group_id is null then null
+      when exists (
+        select 1 from :PGONCE_SCHEMA.limit_groups g
+        where g.queue = j.queue and g.group_id = j.group_id and g.paused_until > now()) then 'group ctx.rateLimit'
+      when s.group_concurrency is not null and (
+        select count(*) from :PGONCE_SCHEMA.limit_slots l
+        where l.queue = j.queue and l.group_id = j.group_id and l.slot <= s.group_concurrency
+          and l.job_id is not null) >= s.group_concurrency
+        then 'group concurrency'
+      when s.group_rate_max is not null and (
+        select count(*) from :PGONCE_SCHEMA.limit_rate_slots r
+        where r.queue = j.queue and r.group_id = j.group_id and r.slot <= s.group_rate_max
+          and r.used_at > now() - make_interval(secs => s.group_rate_duration_ms / 1000.0)) >= s.group_rate_max
+        then 'group rate'
+    end as held_by
+  from :PGONCE_SCHEMA.jobs j join :PGONCE_SCHEMA.queue_settings s on s.queue = j.queue
+  where :PGONCE_SCHEMA._is_queued(j.state) and j.run_at <= now()
+) h
+where h.held_by is not null;

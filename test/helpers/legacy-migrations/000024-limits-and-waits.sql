@@ -1,5 +1,5 @@
---! Previous: sha1:547927876b4f15da8377ddce619d149f16a53fea
---! Hash: sha1:02e9e80abbe2a9406c2df5b89b5823d1059a1aec
+--! Previous: sha1:f62b04c9fca570dad0158f8cbc7fb46c4c797487
+--! Hash: sha1:04fa46f6810a220915dd58dee759e2668d5e7567
 --! Message: limits-and-waits
 
 -- What came after the baseline, in one step (none of it was published apart): a ledger row names its job (the
