@@ -1,6 +1,6 @@
 // Heartbeats: a handler running several times longer than leaseMs keeps its lease, so housekeeping never rescues it and
 // it runs once. A worker cut off from the database (a proxy gone silent) aborts ctx.signal when its lease runs out by
-// its own clock, before the rescue starts the job on another worker.
+// its own clock, before the rescue starts the job on another worker (a single-job handler, and each job of a batch).
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { LeaseLostError, Queue, Worker } from '../src/index.js'
@@ -126,6 +126,77 @@ describe('heartbeats', () => {
       // Aborted before the other worker's run started, and no later than its lease (plus a margin) after the cut.
       expect(abortedAt!).toBeLessThan(secondAt!)
       expect(abortedAt! - stalledAt).toBeLessThan(LEASE_MS + 5_000)
+    } finally {
+      await rescuer?.close()
+      await cut.close()
+      await proxy.close()
+      await queue.close()
+    }
+  })
+  it("cut off, a batch handler: each job's ctx.for(job).signal aborts with LeaseLostError at its lease's end, before the rescue starts it elsewhere", async () => {
+    const queue = new Queue<{ i: number }>('cut-off-batch', {
+      connectionString: db.url,
+      schema: db.schema,
+      migrate: false,
+    })
+    const LEASE_MS = 1_500
+    const proxy = await stallingProxy(db.url)
+    const via = new URL(db.url)
+    via.host = `127.0.0.1:${proxy.port}`
+    const aborted = new Map<string, { at: number; reason: unknown }>()
+    const rescued = new Map<string, number>()
+    const common = { schema: db.schema, leaseMs: LEASE_MS, heartbeatMs: 300, migrate: false }
+    const cut = new Worker<{ i: number }>(
+      'cut-off-batch',
+      async (jobs, ctx) => {
+        await Promise.all(
+          jobs.map(
+            (job) =>
+              new Promise<void>((resolve) =>
+                ctx.for(job).signal.addEventListener('abort', () => {
+                  aborted.set(job.id, { at: performance.now(), reason: ctx.for(job).signal.reason })
+                  resolve()
+                }),
+              ),
+          ),
+        )
+        return jobs.map(() => 'late')
+      },
+      {
+        ...common,
+        batch: { size: 2 },
+        connectionString: via.toString(),
+        maintenanceIntervalMs: 0,
+        statementTimeoutMs: 2_000,
+        connectTimeoutMs: 1_000,
+        closeTimeoutMs: 100,
+      },
+    )
+    cut.on('error', () => {})
+    let rescuer: Worker<{ i: number }> | undefined
+    try {
+      await cut.run()
+      const added = await queue.addBulk([0, 1].map((i) => ({ name: 'long', data: { i }, opts: { attempts: 3 } })))
+      for (const job of added) expect((await waitForState(db, job.id, 'active')).locked_by).toBe(cut.id)
+      rescuer = new Worker<{ i: number }>(
+        'cut-off-batch',
+        async (job) => {
+          rescued.set(job.id, performance.now())
+          return 'second'
+        },
+        { ...common, connectionString: db.url, maintenanceIntervalMs: 50, pollIntervalMs: 50 },
+      )
+      proxy.stall()
+      const stalledAt = performance.now()
+      for (const job of added) {
+        const done = await waitForState(db, job.id, 'completed', LEASE_MS + 20_000)
+        expect(done).toMatchObject({ attempts: 2, result: 'second', locked_by: rescuer.id })
+        const abort = aborted.get(job.id)
+        expect(abort?.reason).toBeInstanceOf(LeaseLostError)
+        // Aborted before the other worker's run of that job started, and within its lease (plus a margin) of the cut.
+        expect(abort!.at).toBeLessThan(rescued.get(job.id)!)
+        expect(abort!.at - stalledAt).toBeLessThan(LEASE_MS + 5_000)
+      }
     } finally {
       await rescuer?.close()
       await cut.close()
