@@ -235,6 +235,7 @@ describe('api/jobs/:id', () => {
         rateLimit: { max: 5, durationMs: 600_000 },
         startsInWindow: 1,
         heldUntil: null,
+        group: null,
       })
       const waits = (await api(`jobs/${second.id}`)).body.job.waitsFor
       expect(waits).toEqual([{ reason: 'limit', detail: "all 1 of queue limited's concurrency slots are in use" }])
@@ -271,6 +272,15 @@ describe('api/jobs/:id', () => {
     } finally {
       await fast.close()
     }
+    // Group limits: each group id's, and the group slots in use of all groups together.
+    await q.setLimits({ rateLimit: null, group: { concurrency: 2, rateLimit: { max: 10, durationMs: 1_000 } } })
+    const grouped = (await api('queues')).body.queues.find((x: { name: string }) => x.name === 'limited')
+    expect(grouped.limits).toMatchObject({
+      concurrency: null,
+      rateLimit: null,
+      group: { concurrency: 2, rateLimit: { max: 10, durationMs: 1_000 }, slotsInUse: 0 },
+    })
+    await q.setLimits({ group: null })
   })
 
   it('answers 404 for a job that does not exist and 400 for a bad id', async () => {

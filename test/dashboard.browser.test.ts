@@ -95,7 +95,9 @@ describe('the dashboard in a browser', () => {
     expect(await page.getByLabel('orders failed', { exact: true }).innerText()).toBe('3')
     expect(await page.getByLabel('emails waiting-children', { exact: true }).innerText()).toBe('1')
     expect(await rowText('reports')).toContain('paused')
-    expect(await rowText('emails')).toContain('0 of 3 running, 0 of 100 starts per 1 min')
+    expect(await rowText('emails')).toContain(
+      '0 of 3 running, 0 of 100 starts per 1 min; per group: 1 running (0 group slots in use)',
+    )
     expect(await rowText('orders')).toContain('2 done, 3 failed')
     expect(await page.locator('svg.spark rect').count()).toBeGreaterThan(0)
   })

@@ -84,8 +84,9 @@ export async function seedDashboardUi(connectionString: string, schema: string):
     await emails.upsertJobScheduler('daily-digest', { pattern: '0 8 * * *' }, { name: 'digest' })
     const pausedJob = await reports.add('monthly', { month: '2026-11' })
     await reports.pause()
-    // Flow control on the emails queue: at most 3 at once, 100 starts a minute (docs/flow-control.md).
-    await emails.setLimits({ concurrency: 3, rateLimit: { max: 100, durationMs: 60_000 } })
+    // Flow control on the emails queue: at most 3 at once, 100 starts a minute, one at a time per group
+    // (docs/flow-control.md).
+    await emails.setLimits({ concurrency: 3, rateLimit: { max: 100, durationMs: 60_000 }, group: { concurrency: 1 } })
     return {
       completed: ids.slice(0, 2),
       failed: ids.slice(2),

@@ -86,6 +86,10 @@ interface LimitsRow {
   held_until: Date | null
   slots_in_use: number
   rate_used: number
+  group_concurrency: number | null
+  group_rate_max: number | null
+  group_rate_duration_ms: string | null
+  group_slots_in_use: number
 }
 
 /** A queue's flow-control limits as the API gives them (docs/flow-control.md); null: none. */
@@ -97,6 +101,17 @@ function limitsView(l: LimitsRow | undefined) {
     rateLimit: l.rate_max === null ? null : { max: l.rate_max, durationMs: Number(l.rate_duration_ms) },
     startsInWindow: l.rate_used,
     heldUntil: l.held_until?.toISOString() ?? null,
+    group:
+      l.group_concurrency === null && l.group_rate_max === null
+        ? null
+        : {
+            concurrency: l.group_concurrency,
+            rateLimit:
+              l.group_rate_max === null
+                ? null
+                : { max: l.group_rate_max, durationMs: Number(l.group_rate_duration_ms) },
+            slotsInUse: l.group_slots_in_use,
+          },
   }
 }
 

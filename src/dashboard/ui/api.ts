@@ -30,6 +30,12 @@ export interface QueueLimits {
   startsInWindow: number
   /** A handler's ctx.rateLimit holds the queue until then. */
   heldUntil: string | null
+  /** The limits each group id has (null: none), and the group slots in use, all groups together. */
+  group: {
+    concurrency: number | null
+    rateLimit: { max: number; durationMs: number } | null
+    slotsInUse: number
+  } | null
 }
 
 export interface JobSummary {

@@ -69,7 +69,10 @@ async function act(path: string, verb: 'pause' | 'resume', name: string): Promis
   return `Queue ${name} ${verb === 'pause' ? 'paused' : 'resumed'}`
 }
 
-/** Limits as `2 of 5 running, 30 of 100 starts per 1 s, held by ctx.rateLimit` (docs/flow-control.md). */
+/**
+ * Limits as `2 of 5 running, 30 of 100 starts per 1 s, held by ctx.rateLimit; per group: 1 running, 10 starts per 1 s
+ * (3 group slots in use)` (docs/flow-control.md).
+ */
 function limitsText(limits: QueueLimits | null): string {
   if (limits === null) return 'none'
   const parts: string[] = []
@@ -79,7 +82,14 @@ function limitsText(limits: QueueLimits | null): string {
     parts.push(`${limits.startsInWindow} of ${max} starts per ${duration(durationMs)}`)
   }
   if (limits.heldUntil !== null) parts.push('held by ctx.rateLimit')
-  return parts.length === 0 ? 'none' : parts.join(', ')
+  const text = parts.join(', ')
+  const group = limits.group
+  if (group === null) return text === '' ? 'none' : text
+  const each: string[] = []
+  if (group.concurrency !== null) each.push(`${group.concurrency} running`)
+  if (group.rateLimit !== null) each.push(`${group.rateLimit.max} starts per ${duration(group.rateLimit.durationMs)}`)
+  const perGroup = `per group: ${each.join(', ')} (${group.slotsInUse} group slots in use)`
+  return text === '' ? perGroup : `${text}; ${perGroup}`
 }
 
 /** Settings as `completed 1 d, failed 7 d, maxCompleted 1000` (a name ending in Ms is a duration; null is unset). */
