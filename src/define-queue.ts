@@ -10,7 +10,7 @@ import type { JobScheduler, RepeatOptions } from './schedulers.js'
 import type { WaitForJobOptions } from './wait-for-job.js'
 import { fail, isPlainObject } from './validate.js'
 import type { BatchContext, BatchOptions, BatchReturn } from './worker/batch.js'
-import type { JobContext } from './worker/context.js'
+import type { JobContext } from './worker/job-context.js'
 import type { WorkerOptions } from './worker/options.js'
 import { Worker } from './worker/worker.js'
 

@@ -6,7 +6,8 @@ import type { Job } from '../job.js'
 import type { Logger } from '../logger.js'
 import { MAX_TIMER_MS } from '../db/connection.js'
 import { checkInteger, checkOptions, fail } from '../validate.js'
-import type { HeldJob, JobContext } from './context.js'
+import type { HeldJob } from './context.js'
+import type { JobContext } from './job-context.js'
 
 /** The `batch` option of a Worker: its handler gets up to `size` jobs at once. */
 export interface BatchOptions {
