@@ -4,7 +4,7 @@
 // Worker holds at most, and 10,000 starts per ms),
 // pgonce with the jobs spread over 1,000 groups of concurrency 1 (FLOW_GROUPS groups; a job of each group at a time,
 // so the claims go through sql/claim-jobs-grouped.sql), and, with FLOW_BASELINE=<dir> (a checkout of an earlier
-// commit with node_modules), that commit without limits.
+// commit with node_modules), that commit without limits and with the groups.
 //
 //   DATABASE_URL=… npx tsx bench/flow-control.ts            (FLOW_JOBS, default 10,000; FLOW_ROUNDS, default 5;
 //                                                           FLOW_LIMITS, the limits as JSON, default both below)
@@ -59,7 +59,13 @@ async function drainOnce(side: Side): Promise<number> {
         if (handled === 0) first = performance.now()
         if (++handled === jobs) done()
       },
-      { connectionString: url, schema, concurrency: 16, batchSize: 2_000, migrate: false },
+      {
+        connectionString: url,
+        schema,
+        concurrency: 16,
+        batchSize: Number(process.env.FLOW_BATCH ?? 2_000),
+        migrate: false,
+      },
     )
     await all
     // Until every completion is stored, as W4 counts.
@@ -89,6 +95,7 @@ const sides: Side[] = [
 if (process.env.FLOW_BASELINE) {
   const api = (await import(pathToFileURL(`${process.env.FLOW_BASELINE}/src/index.ts`).href)) as Api
   sides.push({ name: 'baseline, no limits', api, limits: false })
+  sides.push({ name: `baseline, ${groups} groups of concurrency 1`, api, limits: false, groups: true })
 }
 const rates = new Map<string, number[]>(sides.map((s) => [s.name, []]))
 for (let r = 0; r < rounds; r++) {

@@ -1,12 +1,14 @@
 -- sql/claim-jobs-limited.sql for a queue with group limits (or a group held by ctx.rateLimit), same parameters and
 -- answer, the same start of a job and the same queue-wide reservations (keep the three alike); a statement of its own
 -- so that other queues pay nothing for groups (docs/flow-control.md, "Groups").
--- Which jobs: the groups with queued jobs (one descent of jobs_group_due each), each group's next jobs in the queue's
--- order as many as its room by this statement's snapshot (free slot numbers, unused rate rows) allows, and the jobs
--- without a group among the first 1,000 due jobs after the worker's cursor; then round robin: every group's first job, then every
--- group's second, ..., within a round the groups served longest ago first (the last time one of their slots was
--- taken, limit_slots.taken_at; with a group rate limit only, the last use of one of their rate rows), the jobs without
--- a group counted as one group served longest ago; at most as many as the queue-wide reservations allow.
+-- Which jobs: a walk over the groups with queued jobs (one descent of jobs_group_due each) in group id order, from
+-- after the group this worker's previous claim served last ($10; '' at first) round to it again, that stops once it
+-- has as many groups with a due job and room (free slot numbers, unused rate rows, by this statement's snapshot) as the
+-- claim has room for; each such group's next jobs in the queue's order, as many as its room allows; and the jobs
+-- without a group among the first 1,000 due jobs after the worker's cursor. Then round robin: every group's first job,
+-- then every group's second, ..., within a round the groups in the walk's order, the jobs without a group counted as
+-- one group that comes first; at most as many as the queue-wide reservations allow. The answer's group_cursor is the
+-- worker's next $10: the last group in the walk's order that this claim served.
 -- Those are locked FOR UPDATE SKIP LOCKED (a job another claim took meanwhile is skipped). A job of a group starts only
 -- if this statement takes, in its own writes, its group's reservations: a rate row (limit_rate_slots, upserted only if
 -- missing or last used at least durationMs ago on its newest version) and then a slot (limit_slots, upserted with the
@@ -41,50 +43,61 @@ with recursive settings as materialized (
       case when s.concurrency is null then $2::bigint else (select count(*) from slots) end,
       case when s.rate_max is null then $2::bigint else (select count(*) from rates) end) end as n
   from settings s
-), groups(group_id, ctid, priority, run_at, id) as (
-  -- The groups with queued jobs and each one's first queued job in the queue's order (its head): a loose scan of
-  -- jobs_group_due, one descent per group.
-  (select j.group_id, j.ctid, j.priority, j.run_at, j.id from :PGONCE_SCHEMA.jobs j
-   where j.queue = $1 and j.group_id is not null and :PGONCE_SCHEMA._is_queued(j.state)
+), after(group_id, ctid, priority, run_at, id, n) as (
+  -- The walk over the groups with queued jobs, each with its first queued job in the queue's order (its head): a loose
+  -- scan of jobs_group_due, one descent per group, in group id order from after this worker's cursor ($10, the last
+  -- group its previous claim served) to the end ...
+  (select j.group_id, j.ctid, j.priority, j.run_at, j.id, 1 from :PGONCE_SCHEMA.jobs j
+   where j.queue = $1 and j.group_id is not null and j.group_id > $10 and :PGONCE_SCHEMA._is_queued(j.state)
      and (select n from room) > 0
    order by j.group_id, j.priority, j.run_at, j.id limit 1)
   union all
-  select h.* from groups g cross join lateral (
+  select h.*, g.n + 1 from after g cross join lateral (
     select j.group_id, j.ctid, j.priority, j.run_at, j.id from :PGONCE_SCHEMA.jobs j
     where j.queue = $1 and j.group_id is not null and j.group_id > g.group_id and :PGONCE_SCHEMA._is_queued(j.state)
+    order by j.group_id, j.priority, j.run_at, j.id limit 1) h
+), before(group_id, ctid, priority, run_at, id, n) as (
+  -- ... then from the first group up to the cursor (round robin). Read only as far as the claim needs (open's limit).
+  (select j.group_id, j.ctid, j.priority, j.run_at, j.id, 1000000000 from :PGONCE_SCHEMA.jobs j
+   where j.queue = $1 and j.group_id is not null and j.group_id <= $10 and :PGONCE_SCHEMA._is_queued(j.state)
+     and (select n from room) > 0
+   order by j.group_id, j.priority, j.run_at, j.id limit 1)
+  union all
+  select h.*, g.n + 1 from before g cross join lateral (
+    select j.group_id, j.ctid, j.priority, j.run_at, j.id from :PGONCE_SCHEMA.jobs j
+    where j.queue = $1 and j.group_id is not null and j.group_id > g.group_id and j.group_id <= $10
+      and :PGONCE_SCHEMA._is_queued(j.state)
     order by j.group_id, j.priority, j.run_at, j.id limit 1) h
 ), paused as materialized (
   -- The groups a handler's ctx.rateLimit holds now.
   select p.group_id from :PGONCE_SCHEMA.limit_groups p where p.queue = $1 and p.paused_until > now()
-), seen as materialized (
-  -- Each group's slots held by this snapshot (their numbers), and when it was last served: its slot taken last (with a
-  -- group rate limit only, its rate row used last); not a held group. One read of the group's slot rows.
-  select g.*, coalesce(s.served_at, '-infinity') as served_at, s.held
-  from groups g cross join settings st left join lateral (
-    select max(l.taken_at) as served_at,
-      coalesce(array_agg(l.slot) filter (where l.job_id is not null and l.slot <= st.group_concurrency), '{}') as held
-    from :PGONCE_SCHEMA.limit_slots l
-    where st.group_concurrency is not null and l.queue = $1 and l.group_id = g.group_id
-    having st.group_concurrency is not null
-    union all
-    select max(r.used_at), null from :PGONCE_SCHEMA.limit_rate_slots r
-    where st.group_concurrency is null and st.group_rate_max is not null and r.queue = $1 and r.group_id = g.group_id
-    having st.group_concurrency is null and st.group_rate_max is not null) s on true
-  where g.group_id not in (select p.group_id from paused p)
 ), open as materialized (
-  -- Each group's room by this snapshot (the writes below re-check it), and the slot numbers free in it.
-  select s.*, r.k, case when st.group_concurrency is not null then array(
-      select f.slot from generate_series(1, st.group_concurrency) f(slot) where f.slot <> all(s.held) limit r.k) end
-    as free
-  from seen s cross join settings st cross join lateral (
+  -- The walk's groups with a due job and room by this snapshot (the writes below re-check it): the slot numbers free
+  -- in it and how many jobs it may start (k); as many groups as the claim has room for, then the walk stops.
+  select w.group_id, w.ctid, w.priority, w.run_at, w.id, w.n, r.k, case when st.group_concurrency is not null then
+      array(select f.slot from generate_series(1, st.group_concurrency) f(slot) where f.slot <> all(s.held) limit r.k)
+    end as free
+  from (select * from after union all select * from before) w
+  cross join settings st
+  cross join lateral (
+    -- The group's slots held by this snapshot: one read of its slot rows.
+    select coalesce(array_agg(l.slot) filter (where l.job_id is not null and l.slot <= st.group_concurrency), '{}')
+      as held
+    from :PGONCE_SCHEMA.limit_slots l
+    where st.group_concurrency is not null and l.queue = $1 and l.group_id = w.group_id) s
+  cross join lateral (
     select least((select n from room),
       case when st.group_concurrency is null then (select n from room)
         else st.group_concurrency - cardinality(s.held) end,
       case when st.group_rate_max is null then (select n from room) else st.group_rate_max - (
         select count(*) from :PGONCE_SCHEMA.limit_rate_slots r
-        where r.queue = $1 and r.group_id = s.group_id and r.slot <= st.group_rate_max
+        where r.queue = $1 and r.group_id = w.group_id and r.slot <= st.group_rate_max
           and r.used_at > now() - st.group_window) end) as k) r
-  where r.k > 0
+  where r.k > 0 and w.group_id not in (select p.group_id from paused p)
+    and (w.run_at <= now() or exists (
+      select 1 from :PGONCE_SCHEMA.jobs j
+      where j.queue = $1 and j.group_id = w.group_id and :PGONCE_SCHEMA._is_queued(j.state) and j.run_at <= now()))
+  limit (select n from room)
 ), fair as materialized (
   -- No group needs more candidates than twice its share of the room (a group with few jobs leaves room unused for
   -- this claim, not for the next).
@@ -92,10 +105,10 @@ with recursive settings as materialized (
 ), cand as materialized (
   -- A group's head when due (most groups need no more), its next jobs after it when it has room for more, and all of
   -- its first due jobs when its head is not due.
-  select o.group_id, o.served_at, o.ctid, o.priority, o.run_at, o.id, 1::bigint as rn
+  select o.group_id, o.n, o.ctid, o.priority, o.run_at, o.id, 1::bigint as rn
   from open o where o.run_at <= now()
   union all
-  select o.group_id, o.served_at, j.ctid, j.priority, j.run_at, j.id,
+  select o.group_id, o.n, j.ctid, j.priority, j.run_at, j.id,
     1 + row_number() over (partition by o.group_id order by j.priority, j.run_at, j.id)
   from open o cross join lateral (
     select j.ctid, j.priority, j.run_at, j.id from :PGONCE_SCHEMA.jobs j
@@ -105,7 +118,7 @@ with recursive settings as materialized (
     limit least(o.k, (select f.share from fair f)) - 1) j
   where o.k > 1 and o.run_at <= now() and (select f.share from fair f) > 1
   union all
-  select o.group_id, o.served_at, j.ctid, j.priority, j.run_at, j.id,
+  select o.group_id, o.n, j.ctid, j.priority, j.run_at, j.id,
     row_number() over (partition by o.group_id order by j.priority, j.run_at, j.id)
   from open o cross join lateral (
     select j.ctid, j.priority, j.run_at, j.id from :PGONCE_SCHEMA.jobs j
@@ -114,7 +127,7 @@ with recursive settings as materialized (
     limit least(o.k, (select f.share from fair f))) j
   where o.run_at > now()
   union all
-  select null, '-infinity', u.ctid, u.priority, u.run_at, u.id,
+  select null, 0, u.ctid, u.priority, u.run_at, u.id,
     row_number() over (order by u.priority, u.run_at, u.id)
   from (
     -- After the worker's cursor, as sql/claim-jobs.sql: not walking the index entries of the jobs claimed before it.
@@ -129,7 +142,7 @@ with recursive settings as materialized (
   select j.ctid, j.id, j.group_id, j.priority, j.run_at
   from :PGONCE_SCHEMA.jobs j
   where j.ctid = any(array(
-      select c.ctid from cand c order by c.rn, c.served_at, c.priority, c.run_at, c.id limit (select n from room)))
+      select c.ctid from cand c order by c.rn, c.n, c.priority, c.run_at, c.id limit (select n from room)))
     and j.queue = $1 and :PGONCE_SCHEMA._is_queued(j.state) and j.run_at <= now()
   for update skip locked
 ), locked as materialized (
@@ -212,6 +225,9 @@ with recursive settings as materialized (
     and r.slot between (select u.slots[1] from used u) and (select u.slots[cardinality(u.slots)] from used u)
   returning r.slot
 )
-select x.*, (extract(epoch from c.run_at) * 1000000)::bigint::text as run_at_us, c.timeout_ms
+select x.*, (extract(epoch from c.run_at) * 1000000)::bigint::text as run_at_us, c.timeout_ms,
+  -- The worker's next cursor ($10): the last group in the walk's order that this claim served.
+  (select o.group_id from open o where o.group_id in (select d.group_id from claimed d) order by o.n desc limit 1)
+    as group_cursor
 from claimed c, lateral :PGONCE_SCHEMA._as_claimed(cast(row(c.*) as :PGONCE_SCHEMA.jobs)) x
 order by x.priority, x.run_at_ms, x.id

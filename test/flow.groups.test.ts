@@ -7,6 +7,8 @@ import { Queue, ValidationError, Worker } from '../src/index.js'
 import { type TestSchema, freshSchema } from './helpers/schema.js'
 import { storedJob, waitForState } from './helpers/jobs.js'
 import { waitFor } from './helpers/wait.js'
+import { prepared } from '../src/db/prepared.js'
+import { HEAD } from '../src/worker/job-store.js'
 
 let db: TestSchema
 const queues: Queue[] = []
@@ -297,7 +299,62 @@ describe('fairness between groups', () => {
     // Every job of B started within the worker's first two claims (a claim's jobs share its now()).
     expect(by.B!.claims_before).toBeLessThanOrEqual(2)
   }, 90_000)
+
+  it('serves the groups round robin in group id order, whatever order their jobs were added in', async () => {
+    const q = queueOf('cycle')
+    await q.setLimits({ group: { concurrency: 1 } })
+    // Added d first and a last: the queue's order is d, c, b, a; the walk's is a, b, c, d.
+    for (const g of ['d', 'c', 'b', 'a'])
+      await q.addBulk(Array.from({ length: 3 }, (_, i) => ({ name: g, data: { i }, opts: { group: { id: g } } })))
+    const started: string[] = []
+    const w = workerOf('cycle', async (job) => void started.push(job.name), { concurrency: 1, batchSize: 1 })
+    await waitFor(async () => (await doneCount('cycle')) === 12, 60_000, 'the drain')
+    await w.close()
+    // Each claim takes one job: every group once before any group twice, in the same order each round.
+    expect(started).toEqual(['a', 'b', 'c', 'd', 'a', 'b', 'c', 'd', 'a', 'b', 'c', 'd'])
+  }, 90_000)
+
+  it('a claim reads as many groups as it can serve, not every group with queued jobs', async () => {
+    const q = queueOf('wide')
+    await q.setLimits({ group: { concurrency: 1 } })
+    await q.addBulk(
+      Array.from({ length: 2_000 }, (_, i) => ({ name: 'w', data: {}, opts: { group: { id: `g${i}` } } })),
+    )
+    const statement = prepared('claim-jobs-grouped', db.schema)
+    const client = await db.pool.connect()
+    try {
+      await client.query('begin')
+      const { rows } = await client.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(
+        `explain (analyze, format json) ${statement.text}`,
+        ['wide', 5, 30_000, 'explain', '00000000-0000-0000-', HEAD.priority, HEAD.runAtUs, HEAD.id, null, ''],
+      )
+      const plan = rows[0]!['QUERY PLAN'][0].Plan
+      // The walks' rows: the groups read. Without the early stop, all 2,000.
+      const walked = nodes(plan)
+        .filter((n) => n['Node Type'] === 'Recursive Union')
+        .reduce((sum, n) => sum + (n['Actual Rows'] ?? 0), 0)
+      const started = nodes(plan).find((n) => n.Operation === 'Update' && n['Relation Name'] === 'jobs')
+      expect(started?.['Actual Rows']).toBe(5)
+      expect(walked).toBeGreaterThanOrEqual(5)
+      expect(walked).toBeLessThanOrEqual(6)
+    } finally {
+      await client.query('rollback')
+      client.release()
+    }
+  }, 60_000)
 })
+
+interface PlanNode {
+  'Node Type': string
+  'Relation Name'?: string
+  Operation?: string
+  'Actual Rows'?: number
+  Plans?: PlanNode[]
+}
+
+function nodes(n: PlanNode): PlanNode[] {
+  return [n, ...(n.Plans ?? []).flatMap(nodes)]
+}
 
 async function doneCount(queue: string): Promise<number> {
   const { rows } = await db.pool.query<{ n: number }>(

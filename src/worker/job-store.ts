@@ -34,6 +34,8 @@ export interface ClaimedRow {
 export interface FetchedRow extends ClaimedRow {
   /** run_at in microseconds since the epoch (a bigint as text): exact, where run_at_ms is rounded. */
   run_at_us: string
+  /** From sql/claim-jobs-grouped.sql: the last group, in its walk's order, that the claim served (the next $10). */
+  group_cursor?: string | null
 }
 
 /** Where a claim starts in the fetch order (priority, run_at, id): after the last row the previous claim returned. */
@@ -103,6 +105,8 @@ export class JobStore {
   /** Whether those limits include group limits (or a held group): sql/claim-jobs-grouped.sql. */
   private grouped = false
   private limitedAt = 0
+  /** Where this worker's next grouped claim walks the groups from: after the group its last one served last. */
+  private groupCursor = ''
 
   constructor(
     private readonly pool: PgRunner,
@@ -176,7 +180,7 @@ export class JobStore {
     from: ClaimCursor,
     tokenPrefix: string,
   ): Promise<FetchedRow[]> {
-    const { rows } = await this.run<FetchedRow>(statement, [
+    const values = [
       this.queue,
       limit,
       this.leaseMs,
@@ -186,7 +190,12 @@ export class JobStore {
       from.runAtUs,
       from.id,
       this.timeoutMs,
-    ])
+    ]
+    if (statement !== 'claim-jobs-grouped') return (await this.run<FetchedRow>(statement, values)).rows
+    const t0 = performance.now()
+    const { rows } = await this.run<FetchedRow>(statement, [...values, this.groupCursor])
+    if (process.env.GPROBE) console.log('claim', limit, rows.length, (performance.now() - t0).toFixed(1), performance.now().toFixed(0), this.groupCursor, rows[0]?.group_cursor)
+    this.groupCursor = rows[0]?.group_cursor ?? this.groupCursor
     return rows
   }
 
