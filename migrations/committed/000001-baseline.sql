@@ -1,5 +1,5 @@
 --! Previous: -
---! Hash: sha1:bf034d223aa6bafb0b353e69806302551bf65f8c
+--! Hash: sha1:39f9c1f11809c69f1d2ebd451053b29e60323897
 --! Message: baseline
 
 -- pgonce's schema, whole, in reading order: the types, the tables (with their autovacuum settings), the rules every
@@ -115,11 +115,9 @@ create table :PGONCE_SCHEMA.jobs (
   -- jobs_slot_released (its WHEN), so a completion, and the end of a job that took no slot (a queue without limits, or
   -- with a rate limit only), call no trigger function; the other ends free the slot by primary key.
   limit_slot    integer,
-  -- A job's group (add(name, data, { group: { id } })), null for none: 1 to 128 characters, compared byte by byte
-  -- (collation "C", as in limit_slots, limit_rate_slots and limit_groups: a grouped claim compares ids at every step
-  -- of its walk, and the locale's comparison made it ~1.4x as slow). group_slot is the group concurrency slot its
-  -- current (or last) run took, as limit_slot (negated once its completion freed it).
-  group_id      text collate "C" constraint jobs_group_id check (group_id <> '' and length(group_id) <= 128),
+  -- A job's group (add(name, data, { group: { id } })), null for none: 1 to 128 characters. group_slot is the group
+  -- concurrency slot its current (or last) run took, as limit_slot (negated once its completion freed it).
+  group_id      text constraint jobs_group_id check (group_id <> '' and length(group_id) <= 128),
   group_slot    integer,
   -- queue.waitForJob(id) marks the job it waits for; its end then NOTIFYs its id (jobs_waited, "A job's end"). The
   -- flag stays once set: a marked job retried after it failed notifies again when it ends, which only wakes a waiter
@@ -237,18 +235,18 @@ comment on column :PGONCE_SCHEMA.queue_settings.group_paused_until is
 -- the run, fenced by its lock token; a rate row is never freed, it ages: it may be taken again durationMs after its
 -- last start. Groups (jobs.group_id): the same limits per group id (queue_settings.group_*), enforced by
 -- sql/claim-jobs-grouped.sql with the group's own slot and rate rows, made by the claims that first take them; it
--- serves the groups round robin, in group id order from after the group each worker's previous claim served last.
+-- serves the groups fairly, the one whose slot was taken longest ago first (limit_slots.taken_at).
 
 -- A concurrency limit's slots: `concurrency` rows per queue (group_id '' for the queue-wide limit), free while job_id
 -- is null. A group's slots (group_id the group's id) are made by the grouped claim that first takes them (an upsert
 -- that takes a missing or free row, re-checked on its newest version), and record when they were last taken
--- (taken_at). A claim takes free ones FOR UPDATE SKIP
+-- (taken_at: the group's last service, which orders the groups for fairness). A claim takes free ones FOR UPDATE SKIP
 -- LOCKED and writes its job's id and lock token into each. Only the primary key is indexed, and half of each page is
 -- left free, so that taking and freeing a slot are HOT updates (no index entry to write; each claim and each end of a
 -- run updates a slot row).
 create table :PGONCE_SCHEMA.limit_slots (
   queue       text not null,
-  group_id    text collate "C" not null default '',
+  group_id    text not null default '',
   slot        integer not null check (slot > 0),
   job_id      bigint,
   lock_token  uuid,
@@ -263,7 +261,7 @@ comment on table :PGONCE_SCHEMA.limit_slots is
 -- left free so that a start's update of used_at is a HOT update, as for limit_slots.
 create table :PGONCE_SCHEMA.limit_rate_slots (
   queue     text not null,
-  group_id  text collate "C" not null default '',
+  group_id  text not null default '',
   slot      integer not null check (slot > 0),
   used_at   timestamptz not null default '-infinity',
   primary key (queue, group_id, slot)
@@ -274,7 +272,7 @@ comment on table :PGONCE_SCHEMA.limit_rate_slots is
 -- A group's ctx.rateLimit(ms, { scope: 'group' }) hold: none of its jobs starts before paused_until.
 create table :PGONCE_SCHEMA.limit_groups (
   queue         text not null,
-  group_id      text collate "C" not null,
+  group_id      text not null,
   paused_until  timestamptz not null,
   primary key (queue, group_id)
 );
