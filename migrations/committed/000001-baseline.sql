@@ -1,5 +1,5 @@
 --! Previous: -
---! Hash: sha1:39f9c1f11809c69f1d2ebd451053b29e60323897
+--! Hash: sha1:19f6b248ccdfcc3863003a3690b5175082f4d0ad
 --! Message: baseline
 
 -- pgonce's schema, whole, in reading order: the types, the tables (with their autovacuum settings), the rules every
@@ -235,15 +235,14 @@ comment on column :PGONCE_SCHEMA.queue_settings.group_paused_until is
 -- the run, fenced by its lock token; a rate row is never freed, it ages: it may be taken again durationMs after its
 -- last start. Groups (jobs.group_id): the same limits per group id (queue_settings.group_*), enforced by
 -- sql/claim-jobs-grouped.sql with the group's own slot and rate rows, made by the claims that first take them; it
--- serves the groups fairly, the one whose slot was taken longest ago first (limit_slots.taken_at).
+-- serves the groups round robin, in group id order from after the group each worker's previous claim served last.
 
 -- A concurrency limit's slots: `concurrency` rows per queue (group_id '' for the queue-wide limit), free while job_id
 -- is null. A group's slots (group_id the group's id) are made by the grouped claim that first takes them (an upsert
 -- that takes a missing or free row, re-checked on its newest version), and record when they were last taken
--- (taken_at: the group's last service, which orders the groups for fairness). A claim takes free ones FOR UPDATE SKIP
--- LOCKED and writes its job's id and lock token into each. Only the primary key is indexed, and half of each page is
--- left free, so that taking and freeing a slot are HOT updates (no index entry to write; each claim and each end of a
--- run updates a slot row).
+-- (taken_at). A claim takes free ones FOR UPDATE SKIP LOCKED and writes its job's id and lock token into each. Only the
+-- primary key is indexed, and half of each page is left free, so that taking and freeing a slot are HOT updates (no
+-- index entry to write; each claim and each end of a run updates a slot row).
 create table :PGONCE_SCHEMA.limit_slots (
   queue       text not null,
   group_id    text not null default '',
