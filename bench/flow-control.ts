@@ -1,10 +1,10 @@
-// The cost of flow control on a drain (docs/flow-control.md, "What it costs"): W4's shape (a backlog of no-op jobs,
-// one Worker of concurrency 16, batchSize 2,000) drained in rounds that rotate the sides' order, each side on a fresh
-// schema: pgonce without limits, pgonce with limits it never reaches (concurrency 5,000, above the 2,016 jobs the
-// Worker holds at most, and 10,000 starts per ms),
-// pgonce with the jobs spread over 1,000 groups of concurrency 1 (FLOW_GROUPS groups; a job of each group at a time,
-// so the claims go through sql/claim-jobs-grouped.sql), and, with FLOW_BASELINE=<dir> (a checkout of an earlier
-// commit with node_modules), that commit without limits and with the groups.
+// The cost of flow control on a drain (docs/flow-control.md, "What it costs"): a backlog of no-op jobs, one Worker of
+// concurrency 16 with the default batchSize (500; FLOW_BATCH=2000 gives W4's shape), drained in rounds that rotate the
+// sides' order, each side on a fresh schema: pgonce without limits, pgonce with limits it never reaches (concurrency
+// 5,000, above the jobs the Worker holds at most, and 10,000 starts per ms), pgonce with the jobs spread over 1,000
+// groups of concurrency 1 (FLOW_GROUPS groups; a job of each group at a time, so the claims go through
+// sql/claim-jobs-grouped.sql), and, with FLOW_BASELINE=<dir> (a checkout of an earlier commit with node_modules), that
+// commit without limits and with the groups.
 //
 //   DATABASE_URL=… npx tsx bench/flow-control.ts            (FLOW_JOBS, default 10,000; FLOW_ROUNDS, default 5;
 //                                                           FLOW_LIMITS, the limits as JSON, default both below)
@@ -63,7 +63,7 @@ async function drainOnce(side: Side): Promise<number> {
         connectionString: url,
         schema,
         concurrency: 16,
-        batchSize: Number(process.env.FLOW_BATCH ?? 2_000),
+        batchSize: Number(process.env.FLOW_BATCH ?? 500),
         migrate: false,
       },
     )

@@ -53,8 +53,8 @@ export class Completer<Data, Result> {
     private readonly reportError: (err: Error) => void,
     private readonly logger: Logger,
     queue: string,
-    /** Called after a completion statement of a queue with group limits: it freed group slots a claim may now take. */
-    private readonly freedGroupSlots: () => void = () => {},
+    /** Called after a completion statement of a queue with limits: it freed slots a claim may now take. */
+    private readonly freedSlots: () => void = () => {},
   ) {
     this.outcomes = new Counters<RunOutcome>(countInto('runs', queue))
   }
@@ -173,7 +173,7 @@ export class Completer<Data, Result> {
         this.pending.splice(0, batch.length)
         retryMs = 100
         unsure = false
-        if (changed.size > 0 && this.store.claimsGrouped) this.freedGroupSlots()
+        if (changed.size > 0 && this.store.claimsLimited) this.freedSlots()
         for (const p of batch) p.settle(endOf(recorded.get(p.completion.token) ?? changed.get(p.completion.token)))
       } catch (err) {
         if (this.stopped) break

@@ -16,7 +16,7 @@ import type { JobRunner } from './batch-runner.js'
  *   jobs: → `ready`. When it returns none: → `sleeping`, unless something woke the worker meanwhile (→ `ready`).
  *   When it fails: → `sleeping` with a retry timer (backing off to 5 s), the failure reported.
  * - `sleeping`: the queue had nothing due for this worker. Woken (→ `ready`) by a NOTIFY, the poll
- *   (`pollIntervalMs`), the due time of the next delayed job, or a settle poll. Before it relies on NOTIFY, a sleeping
+ *   (`pollIntervalMs`), the due time of the next delayed job (or of a limit's next room), or a settle poll. Before it relies on NOTIFY, a sleeping
  *   worker takes an idle slot (see Notifier) and claims once more: an add committed before the slot was taken sent no
  *   NOTIFY, and that claim finds it. A claim that returns all it asked for gives the slot back (a busy worker claims
  *   again on its own, and NOTIFY serialises the adders' commits).
@@ -200,7 +200,7 @@ export class Fetcher<Data, Result> {
     })
   }
 
-  /** After an empty claim: sleep until the next delayed job is due (or the poll, whichever is first). */
+  /** After an empty claim: sleep until something may start (sql/next-run-at.sql), or the poll, whichever is first. */
   private async scheduleNextDue(): Promise<void> {
     try {
       const ms = await this.store.nextDueInMs()

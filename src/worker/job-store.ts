@@ -162,9 +162,9 @@ export class JobStore {
     return this.claimWith('claim-jobs-grouped', limit, from, tokenPrefix)
   }
 
-  /** Whether the queue had group limits (or a held group) when last read: see src/worker/worker.ts. */
-  get claimsGrouped(): boolean {
-    return this.limited === true && this.grouped
+  /** Whether the queue had limits when last read: its completions free slots (src/worker/completer.ts). */
+  get claimsLimited(): boolean {
+    return this.limited === true
   }
 
   private async readLimited(): Promise<void> {
@@ -192,9 +192,7 @@ export class JobStore {
       this.timeoutMs,
     ]
     if (statement !== 'claim-jobs-grouped') return (await this.run<FetchedRow>(statement, values)).rows
-    const t0 = performance.now()
     const { rows } = await this.run<FetchedRow>(statement, [...values, this.groupCursor])
-    if (process.env.GPROBE) console.log('claim', limit, rows.length, (performance.now() - t0).toFixed(1), performance.now().toFixed(0), this.groupCursor, rows[0]?.group_cursor)
     this.groupCursor = rows[0]?.group_cursor ?? this.groupCursor
     return rows
   }

@@ -151,8 +151,8 @@ export class Worker<Data = unknown, Result = unknown>
       { cache: this.#cache, queue: this.queue },
     )
     this.effectOutcomes = this.#effects.outcomes
-    // A claim of a queue with group limits may have found every group it could serve held (the worker sleeps): its own
-    // completions free group slots. Not for queue-wide limits: the worker would take back every slot it frees.
+    // A claim of a queue with limits may have found every slot it could take held (the worker sleeps): its own
+    // completions free slots, so they wake it (a limited queue's throughput 67% -> 82% of its limit, bench/flow-share.ts).
     this.#completer = new Completer<Data, Result>(store, this, this, report, logger, this.queue, () =>
       this.#fetcher.wake(),
     )
