@@ -3,7 +3,9 @@
 // (dev/netns/bed.ts), each host reaching PostgreSQL through its own latency proxy (dev/latency-proxy.ts). Root only.
 //
 //   tsx bench/latency.ts            LATENCY_JOBS=10000 (backlog per drain), LATENCY_ADDS=200 (sequential adds per host),
-//                                   LATENCY_ROUNDS=2 (the best of them per cell)
+//                                   LATENCY_ROUNDS=2 (the best of them per cell), LATENCY_RTTS=0,1,2,5 (asked, the
+//                                   first one the 100%), LATENCY_SYSTEMS=pgonce,graphile-worker,pg-boss
+//                                   (each may name a configuration: pgonce:large-batches)
 //
 // Drain: a backlog of LATENCY_JOBS no-op jobs committed at once (one bulk add, straight to the server) while the
 // consumers sleep; timed from the commit until the system reports none unfinished. Adds: each host adds LATENCY_ADDS
@@ -21,14 +23,19 @@ import { systemById } from './systems/registry.js'
 
 const JOBS = Number(process.env.LATENCY_JOBS ?? 10_000)
 const ADDS = Number(process.env.LATENCY_ADDS ?? 200)
-const RTTS = [0, 1, 2, 5]
+const RTTS = (process.env.LATENCY_RTTS ?? '0,1,2,5').split(',').map(Number)
 /** Rounds over the RTTs, in alternating order (0→5, then 5→0) so that no RTT is always measured first; best kept. */
 const ROUNDS = Number(process.env.LATENCY_ROUNDS ?? 2)
-const SYSTEMS: [id: string, config: string][] = [
-  ['pgonce', 'default'],
-  ['graphile-worker', 'local-queue'],
-  ['pg-boss', 'notify-batch'],
-]
+const DEFAULT_CONFIGS: Record<string, string> = {
+  pgonce: 'default',
+  'graphile-worker': 'local-queue',
+  'pg-boss': 'notify-batch',
+}
+/** LATENCY_SYSTEMS: ids, each with `:config` or its default above (e.g. `pgonce:large-batches,graphile-worker`). */
+const SYSTEMS = (process.env.LATENCY_SYSTEMS ?? Object.keys(DEFAULT_CONFIGS).join(','))
+  .split(',')
+  .map((s) => s.split(':'))
+  .map(([id, config]) => [id, config ?? DEFAULT_CONFIGS[id!]] as [id: string, config: string])
 const CHILD = fileURLToPath(new URL('./latency-child.ts', import.meta.url))
 
 interface Cell {
@@ -119,7 +126,7 @@ async function runSystem(bed: Bed, id: string, config: string): Promise<Cell[]> 
         const slowest = Math.max(...added.map((a) => a.ms as number))
         await pollUntil(async () => (await system.countUnfinished(queue)) === 0, 300_000, 'the adds to drain')
         cells.push({
-          system: info.label,
+          system: labelOf(id, config),
           hosts,
           rtt,
           measuredRttMs,
@@ -136,6 +143,12 @@ async function runSystem(bed: Bed, id: string, config: string): Promise<Cell[]> 
     await dropDatabase(bed.url, dbName).catch(() => {})
   }
   return cells
+}
+
+/** A system's label in the table, with its configuration when it is not the one the table uses by default. */
+function labelOf(id: string, config: string): string {
+  const label = systemById(id).label
+  return config === DEFAULT_CONFIGS[id] ? label : `${label} (${config})`
 }
 
 /** The best of a cell's rounds: the highest drain and add rates, the lowest RTT measured. */
@@ -155,8 +168,8 @@ function table(cells: Cell[]): string {
     `| --- | --- | ${RTTS.map(() => '---').join(' | ')} |`,
   ]
   const n = (x: number): string => x.toLocaleString('en-US')
-  for (const [id] of SYSTEMS) {
-    const label = systemById(id).label
+  for (const [id, config] of SYSTEMS) {
+    const label = labelOf(id, config)
     for (const hosts of [1, 3]) {
       const mine = RTTS.map((r) => best(cells.filter((c) => c.system === label && c.hosts === hosts && c.rtt === r)))
       const base = mine[0]!.drainPerS
