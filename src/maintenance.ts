@@ -36,6 +36,11 @@ export interface MaintenanceResult {
   pruned: number
   /** processed_effects rows deleted by the ledger retention (none unless one is set). */
   prunedEffects: number
+  /**
+   * Group limit rows that held nothing deleted: free slots of groups without queued jobs, rate rows out of every
+   * window, ended ctx.rateLimit holds of groups (docs/flow-control.md).
+   */
+  prunedLimits: number
   /** False when another runner held the lock at this call's first batch, so this call did nothing. */
   ran: boolean
 }
@@ -102,6 +107,7 @@ export async function housekeepingRound(
     promoted: 0,
     pruned: 0,
     prunedEffects: 0,
+    prunedLimits: 0,
     ran: false,
   }
   const round = new Round(pool, logger, schema, settings.pace ?? 0, settings.signal)
@@ -112,6 +118,7 @@ export async function housekeepingRound(
     ['expiredClaims', () => round.drain('delete-expired-claims', [batchSize])],
     ['pruned', () => prune(round, batchSize)],
     ['prunedEffects', () => round.drain('prune-ledger', [batchSize])],
+    ['prunedLimits', () => round.drain('prune-group-limits', [batchSize])],
   ]
   try {
     for (const [field, step] of steps) {
@@ -129,7 +136,8 @@ export async function housekeepingRound(
       result.expiredClaims +
       result.promoted +
       result.pruned +
-      result.prunedEffects >
+      result.prunedEffects +
+      result.prunedLimits >
     0
   ) {
     logger.info({ ...result, schema }, 'pgonce: housekeeping')

@@ -3,7 +3,7 @@
 // with scope 'group', and fairness between groups.
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { Queue, ValidationError, Worker } from '../src/index.js'
+import { Queue, ValidationError, Worker, runMaintenance } from '../src/index.js'
 import { type TestSchema, freshSchema } from './helpers/schema.js'
 import { storedJob, waitForState } from './helpers/jobs.js'
 import { waitFor } from './helpers/wait.js'
@@ -276,6 +276,59 @@ describe("ctx.rateLimit(ms, { scope: 'group' })", () => {
     expect(rows[0]).toEqual({ groups: 0, settings: 0 })
     await w.close()
   }, 30_000)
+})
+
+describe('housekeeping prunes group limit rows that hold nothing', () => {
+  it('free slots of groups without queued jobs, rate rows out of the window, ended holds; nothing in use', async () => {
+    const q = queueOf('prune')
+    await q.setLimits({ group: { concurrency: 2, rateLimit: { max: 3, durationMs: 60_000 } } })
+    const waiting = await q.add('w', {}, { group: { id: 'waiting' } })
+    const running = await q.add('r', {}, { group: { id: 'running' }, delay: 3_600_000 })
+    const s = `"${db.schema}"`
+    // What claims and holds leave behind: a drained group's free slot, a slot held by a run, a waiting group's free
+    // slot; a rate row out of the window and one in it; an ended hold and a live one.
+    await db.pool.query(
+      `insert into ${s}.limit_slots (queue, group_id, slot, job_id, lock_token) values
+         ('prune', 'done', 1, null, null), ('prune', 'waiting', 1, null, null),
+         ('prune', 'running', 1, $1, gen_random_uuid())`,
+      [running.id],
+    )
+    await db.pool.query(
+      `insert into ${s}.limit_rate_slots (queue, group_id, slot, used_at) values
+         ('prune', 'done', 1, now() - interval '2 minutes'), ('prune', 'done', 2, now() - interval '10 seconds');
+       insert into ${s}.limit_groups (queue, group_id, paused_until) values
+         ('prune', 'done', now() - interval '1 second'), ('prune', 'waiting', now() + interval '1 hour')`,
+    )
+    const r = await runMaintenance({ pool: db.pool, schema: db.schema })
+    expect(r.prunedLimits).toBeGreaterThanOrEqual(3)
+    const left = await db.pool.query<{ kind: string; group_id: string; slot: number | null }>(
+      `select 'slot' as kind, group_id, slot from ${s}.limit_slots where queue = 'prune'
+       union all select 'rate', group_id, slot from ${s}.limit_rate_slots where queue = 'prune'
+       union all select 'hold', group_id, null from ${s}.limit_groups where queue = 'prune'
+       order by 1, 2, 3`,
+    )
+    expect(left.rows).toEqual([
+      { kind: 'hold', group_id: 'waiting', slot: null },
+      { kind: 'rate', group_id: 'done', slot: 2 },
+      { kind: 'slot', group_id: 'running', slot: 1 },
+      { kind: 'slot', group_id: 'waiting', slot: 1 },
+    ])
+    // The held group still waits for its hold; a pruned group's next job gets its slot and rate row made again.
+    await db.pool.query(`delete from ${s}.limit_groups where queue = 'prune'`)
+    const next = await q.add('d', {}, { group: { id: 'done' } })
+    const w = workerOf('prune', async () => 'ok')
+    await waitForState(db, next.id, 'completed')
+    await waitForState(db, waiting.id, 'completed')
+    await w.close()
+    // Its run took group slot 1 (negated: freed by its completion) and a rate row: made again by the claim's upsert.
+    const { rows } = await db.pool.query<{ group_slot: number; rate_rows: number }>(
+      `select j.group_slot, (select count(*) from ${s}.limit_rate_slots r
+         where r.queue = 'prune' and r.group_id = 'done' and r.used_at >= j.started_at)::int as rate_rows
+       from ${s}.jobs j where j.id = $1`,
+      [next.id],
+    )
+    expect(rows[0]).toEqual({ group_slot: -1, rate_rows: 1 })
+  }, 60_000)
 })
 
 describe('fairness between groups', () => {

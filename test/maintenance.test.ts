@@ -109,6 +109,7 @@ describe('runMaintenance', () => {
       promoted: 0,
       pruned: 0,
       prunedEffects: 0,
+      prunedLimits: 0,
       ran: false,
     })
     expect((await storedJob(db, job.id)).state).toBe('active')
