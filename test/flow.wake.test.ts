@@ -17,11 +17,13 @@ const queueOf = (name: string): Queue => {
   return q
 }
 const workerOf = (name: string, handler: ConstructorParameters<typeof Worker>[1], concurrency = 4): Worker => {
+  // batchSize 1 with concurrency 1: no job claimed ahead, before a hold, to start after it.
   const w = new Worker(name, handler, {
     connectionString: db.url,
     schema: db.schema,
     migrate: false,
     concurrency,
+    ...(concurrency === 1 ? { batchSize: 1 } : {}),
     pollIntervalMs: 10_000,
   })
   w.on('error', () => {})
