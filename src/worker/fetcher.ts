@@ -16,9 +16,9 @@ import type { JobRunner } from './batch-runner.js'
  *   jobs: → `ready`. When it returns none: → `sleeping`, unless something woke the worker meanwhile (→ `ready`).
  *   When it fails: → `sleeping` with a retry timer (backing off to 5 s), the failure reported.
  * - `sleeping`: the queue had nothing due for this worker. Woken (→ `ready`) by a NOTIFY, the poll
- *   (`pollIntervalMs`), the due time of the next delayed job (or of a limit's next room), or a settle poll. Before it relies on NOTIFY, a sleeping
- *   worker takes an idle slot (see Notifier) and claims once more: an add committed before the slot was taken sent no
- *   NOTIFY, and that claim finds it. A claim that returns all it asked for gives the slot back (a busy worker claims
+ *   (`pollIntervalMs`), the due time of the next delayed job (or of a limit's next room), or a settle poll. Before it
+ *   relies on NOTIFY, a sleeping worker takes an idle slot (see Notifier) and claims once more: an add committed before
+ *   the slot was taken sent no NOTIFY, and that claim finds it. A claim that returns all it asked for gives the slot back (a busy worker claims
  *   again on its own, and NOTIFY serialises the adders' commits).
  *
  * A lost answer: the worker chooses the first half of a claim's lock tokens before it sends it. Until the answer
